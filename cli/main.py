@@ -1,0 +1,85 @@
+"""The ``traceflow`` command.
+
+Subcommands live one per module in this package (``traceflow.cli.<name>``, attribute ``command``)
+and are imported only when invoked, so ``traceflow --help`` does not pay for Polars or the simulator.
+User errors print one line on stderr and exit 2; no traceback.
+"""
+import importlib
+import sys
+
+import click
+
+from traceflow import __version__
+from traceflow.errors import TraceflowError
+
+COMMANDS = {
+    "ingest": "Decode pcap/pcapng captures into a packets table (Parquet/Arrow).",
+    "flows": "Build the TCP/UDP flow table from captures or a packets table.",
+    "rtt": "Passive handshake RTTs: distribution, spectrum and classes.",
+    "series": "Bin packets into a link time series (bytes, packets per bin).",
+    "tail": "Heavy-tail fits (Pareto MLE, Hill, chi-square, likelihood ratios).",
+    "hurst": "Hurst exponent by V-T, R/S, wavelet, Whittle, DFA, periodogram.",
+    "levels": "Conditional traffic-level tables Pr{L2|L1} and E[L2|L1].",
+    "dispersion": "Index of dispersion across time scales and c.o.v.",
+    "fit": "Fit a replayable traffic model (model.json) to captures.",
+    "simulate": "Run a scenario in the packet-level simulator.",
+    "replay": "Replay a fitted model or a flows table through the simulator.",
+    "compare": "Compare predicted against measured traffic.",
+    "report": "Write an HTML report with figures.",
+    "reproduce": "Reproduce an experiment of the source papers.",
+    "sweep": "Run a parameter sweep on a local pool or a Dask cluster.",
+    "datasets": "List, verify and locate registered datasets.",
+    "demo": "End-to-end demo on the bundled sample: ingest, fit, replay, compare, report.",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"traceflow.cli.{name}")
+        return module.command
+
+    def format_commands(self, ctx, formatter):
+        # Short help from the table above, so listing commands imports nothing.
+        rows = [(name, COMMANDS[name]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="traceflow")
+def cli():
+    """traceflow: trace analytics and replay toolkit for network researchers."""
+
+
+def _fail(message, code):
+    click.echo(f"traceflow: error: {message}", err=True)
+    return code
+
+
+def main(argv=None):
+    """Console-script entry point; returns the process exit code."""
+    try:
+        rv = cli.main(args=argv, prog_name="traceflow", standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        code = _fail("aborted", 130)
+    except click.ClickException as exc:
+        code = _fail(exc.format_message(), exc.exit_code)
+    except TraceflowError as exc:
+        code = _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        code = _fail("interrupted", 130)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        code = _fail(f"{exc.filename}: {exc.strerror}", 2)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Dataset registry and small generated samples (installed as traceflow.datasets)."""

@@ -1,0 +1,1 @@
+"""Scenario files reproducing the source papers' experiments (installed as traceflow.replays)."""

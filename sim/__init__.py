@@ -1,0 +1,1 @@
+"""Packet-level discrete-event simulator (installed as ``traceflow.sim``)."""

@@ -1,0 +1,1 @@
+"""Paper experiments run by `traceflow reproduce` (one module per source paper)."""

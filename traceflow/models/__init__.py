@@ -1,0 +1,1 @@
+"""Analytic traffic models (e.g. the burstiness paper's stochastic Reno model)."""

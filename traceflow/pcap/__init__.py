@@ -1,0 +1,1 @@
+"""Capture readers: fast Cython decoder and dpkt reference; Arrow packet schema."""
