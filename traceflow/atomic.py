@@ -19,6 +19,9 @@ def atomic_path(path):
     tmp = Path(tmp)
     try:
         yield tmp
+        if tmp.exists():
+            # mkstemp creates 0600; give the output the permissions a plain open() would
+            tmp.chmod(0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -39,6 +42,12 @@ def atomic_dir(path):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path, text):

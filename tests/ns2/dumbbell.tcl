@@ -1,0 +1,91 @@
+# ns-2 oracle: n TCP flows across a dumbbell, mirrored by traceflow's replays/dumbbell*.toml.
+# Usage: ns dumbbell.tcl key=value ...   (see the defaults below)
+# Prints one "key value" line per measurement of the bottleneck (R1 -> R2) queue.
+array set P {
+  flows 10 flavor NewReno queue DropTail duration 60
+  bneck_rate 10Mb bneck_delay 20ms limit 100
+  access_rate 100Mb access_delay 5ms
+  pkt 1000 window 1000 iw 1 minrto 0.2 tick 0.01
+  red_min 20 red_max 80 red_wq 0.002 red_maxp 0.1 red_gentle false
+  vegas_alpha 1 vegas_beta 3 vegas_gamma 1
+  start_spread 1.0 seed 1
+}
+foreach arg $argv {
+  set kv [split $arg =]
+  set P([lindex $kv 0]) [lindex $kv 1]
+}
+
+set ns [new Simulator]
+ns-random $P(seed)
+set rng [new RNG]
+$rng seed $P(seed)
+
+Agent/TCP set packetSize_ $P(pkt)
+Agent/TCP set window_ $P(window)
+Agent/TCP set windowInit_ $P(iw)
+Agent/TCP set minrto_ $P(minrto)
+Agent/TCP set tcpTick_ $P(tick)
+Agent/TCP set syn_ false
+Agent/TCP set delay_growth_ false
+Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
+Agent/TCP/Vegas set v_beta_ $P(vegas_beta)
+Agent/TCP/Vegas set v_gamma_ $P(vegas_gamma)
+Queue/RED set bytes_ false
+Queue/RED set queue_in_bytes_ false
+Queue/RED set thresh_ $P(red_min)
+Queue/RED set maxthresh_ $P(red_max)
+Queue/RED set q_weight_ $P(red_wq)
+Queue/RED set linterm_ [expr {1.0 / $P(red_maxp)}]
+Queue/RED set gentle_ $P(red_gentle)
+Queue/RED set wait_ false
+
+set r1 [$ns node]
+set r2 [$ns node]
+$ns simplex-link $r1 $r2 $P(bneck_rate) $P(bneck_delay) $P(queue)
+$ns simplex-link $r2 $r1 $P(bneck_rate) $P(bneck_delay) DropTail
+$ns queue-limit $r1 $r2 $P(limit)
+$ns queue-limit $r2 $r1 $P(limit)
+
+set agent(Reno) Agent/TCP/Reno
+set agent(NewReno) Agent/TCP/Newreno
+set agent(Tahoe) Agent/TCP
+set agent(Vegas) Agent/TCP/Vegas
+
+for {set i 0} {$i < $P(flows)} {incr i} {
+  set s($i) [$ns node]
+  set d($i) [$ns node]
+  $ns duplex-link $s($i) $r1 $P(access_rate) $P(access_delay) DropTail
+  $ns duplex-link $r2 $d($i) $P(access_rate) $P(access_delay) DropTail
+  $ns queue-limit $s($i) $r1 1000
+  $ns queue-limit $r1 $s($i) 1000
+  $ns queue-limit $r2 $d($i) 1000
+  $ns queue-limit $d($i) $r2 1000
+  set tcp($i) [new $agent($P(flavor))]
+  $tcp($i) set fid_ $i
+  set sink($i) [new Agent/TCPSink]
+  $ns attach-agent $s($i) $tcp($i)
+  $ns attach-agent $d($i) $sink($i)
+  $ns connect $tcp($i) $sink($i)
+  set ftp($i) [new Application/FTP]
+  $ftp($i) attach-agent $tcp($i)
+  $ns at [expr {$P(start_spread) * $i / $P(flows)}] "$ftp($i) start"
+}
+
+set qmon [$ns monitor-queue $r1 $r2 ""]
+
+proc finish {} {
+  global qmon P
+  set arr [$qmon set parrivals_]
+  set dep [$qmon set pdepartures_]
+  set drops [$qmon set pdrops_]
+  set bdep [$qmon set bdepartures_]
+  puts "arrivals $arr"
+  puts "departures $dep"
+  puts "drops $drops"
+  puts "departed_bytes $bdep"
+  puts "throughput_bps [expr {8.0 * $bdep / $P(duration)}]"
+  puts "loss_rate [expr {$arr > 0 ? double($drops) / $arr : 0.0}]"
+  exit 0
+}
+$ns at $P(duration) "finish"
+$ns run

@@ -1,0 +1,210 @@
+"""Capture containers: compression sniffing and the file/section/interface headers of pcap and pcapng.
+
+Both decoders use these to open a capture and learn its format; packet records themselves are framed
+by each decoder (the fast one in C, the reference with dpkt's header classes).
+Compression and format are recognised by magic bytes, never by the file name.
+"""
+import gzip
+import io
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from traceflow.errors import InputFormatError
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+# magic -> (big_endian, nanosecond timestamps)
+PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": (False, False), b"\xa1\xb2\xc3\xd4": (True, False),
+    b"\x4d\x3c\xb2\xa1": (False, True), b"\xa1\xb2\x3c\x4d": (True, True),
+}
+MODIFIED_PCAP_MAGICS = (b"\x34\xcd\xb2\xa1", b"\xa1\xb2\xcd\x34")
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+
+# Largest record or block accepted (bytes).  libpcap caps captured lengths at 256 KiB; pcapng
+# non-packet blocks (name resolution, decryption secrets) may legitimately be larger.
+MAX_RECORD = 64 << 20
+
+PCAP_HEADER_LEN = 24
+IDB = 1  # interface description block type
+OPT_ENDOFOPT, OPT_IF_TSRESOL, OPT_IF_TSOFFSET = 0, 9, 14
+COMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def _zstd_errors():
+    import zstandard
+
+    return (zstandard.ZstdError,)
+
+
+class CaptureStream(io.RawIOBase):
+    """A readable, decompressed view of a capture file; ``raw_pos`` is the position in the file
+    itself (for progress bars).  Decompression errors become :class:`InputFormatError`."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._raw = open(self.path, "rb")
+        magic = self._raw.read(4)
+        self._raw.seek(0)
+        self.compression = None
+        self._errors = COMPRESSION_ERRORS
+        if magic[:2] == GZIP_MAGIC:
+            self.compression = "gzip"
+            self._stream = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        elif magic == ZSTD_MAGIC:
+            import zstandard
+
+            self.compression = "zstd"
+            self._errors = COMPRESSION_ERRORS + _zstd_errors()
+            self._stream = zstandard.ZstdDecompressor().stream_reader(self._raw, read_across_frames=True)
+        else:
+            self._stream = self._raw
+        self.pos = 0  # decompressed bytes read so far
+
+    @property
+    def raw_pos(self):
+        return self._raw.tell()
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        try:
+            n = self._stream.readinto(buf)
+        except self._errors as exc:
+            raise InputFormatError(f"corrupt {self.compression} data: {exc}", path=self.path,
+                                   offset=self.pos) from None
+        self.pos += n
+        return n
+
+    def read_exact(self, n):
+        """Up to ``n`` bytes (fewer only at end of file)."""
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.read(n - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+    def close(self):
+        if self._stream is not self._raw:
+            self._stream.close()
+        self._raw.close()
+        super().close()
+
+
+@dataclass
+class PcapHeader:
+    big_endian: bool
+    nanos: bool
+    version: tuple
+    snaplen: int
+    linktype: int
+
+
+def sniff(head, path):
+    """Container format ("pcap" or "pcapng") from the first 4 decompressed bytes."""
+    if not head:
+        raise InputFormatError("empty file: no capture header", path=path, offset=0)
+    if head[:4] in PCAP_MAGICS:
+        return "pcap"
+    if head[:4] == PCAPNG_MAGIC:
+        return "pcapng"
+    if head[:4] in MODIFIED_PCAP_MAGICS:
+        raise InputFormatError("unsupported modified (Kuznetzov) pcap format", path=path, offset=0)
+    raise InputFormatError(f"unknown capture format (magic {head[:4].hex()})", path=path, offset=0)
+
+
+def parse_pcap_header(head, path):
+    """The 24-byte pcap file header."""
+    if len(head) < PCAP_HEADER_LEN:
+        raise InputFormatError(f"truncated pcap file header ({len(head)} of 24 bytes)", path=path,
+                               offset=0)
+    big, nanos = PCAP_MAGICS[head[:4]]
+    e = ">" if big else "<"
+    vmaj, vmin, _zone, _sigfigs, snaplen, linktype = struct.unpack(e + "HHiIII", head[4:24])
+    # the upper bits of the link type field carry FCS information, not the link type
+    return PcapHeader(big, nanos, (vmaj, vmin), snaplen, linktype & 0xFFFF)
+
+
+@dataclass
+class Interface:
+    """A pcapng interface: link type, snapshot length, raw if_tsresol byte, if_tsoffset (s)."""
+    linktype: int
+    snaplen: int
+    tsresol: int = 6
+    tsoffset: int = 0
+
+
+def section_byte_order(block, path, offset):
+    """Big-endian flag of a pcapng section from its SHB's byte-order magic (block[8:12])."""
+    if len(block) < 12:
+        raise InputFormatError("truncated pcapng section header", path=path, offset=offset)
+    if struct.unpack("<I", block[8:12])[0] == BYTE_ORDER_MAGIC:
+        return False
+    if struct.unpack(">I", block[8:12])[0] == BYTE_ORDER_MAGIC:
+        return True
+    raise InputFormatError("bad pcapng byte-order magic", path=path, offset=offset + 8)
+
+
+def parse_options(body, big):
+    """pcapng options as a list of (code, value bytes); stops at opt_endofopt or a malformed option."""
+    e = ">" if big else "<"
+    out, i = [], 0
+    while i + 4 <= len(body):
+        code, ln = struct.unpack(e + "HH", body[i:i + 4])
+        if code == OPT_ENDOFOPT or i + 4 + ln > len(body):
+            break
+        out.append((code, bytes(body[i + 4:i + 4 + ln])))
+        i += 4 + ((ln + 3) & ~3)
+    return out
+
+
+def parse_idb(block, big):
+    """An Interface Description Block (whole block bytes) -> :class:`Interface`."""
+    e = ">" if big else "<"
+    linktype, _reserved, snaplen = struct.unpack(e + "HHI", block[8:16])
+    iface = Interface(linktype, snaplen)
+    for code, value in parse_options(block[16:len(block) - 4], big):
+        if code == OPT_IF_TSRESOL and len(value) >= 1:
+            iface.tsresol = value[0]
+        elif code == OPT_IF_TSOFFSET and len(value) >= 8:
+            iface.tsoffset = struct.unpack(e + "q", value[:8])[0]
+    return iface
+
+
+@dataclass
+class ReadStats:
+    """What a read saw besides the packets it returned.
+
+    ``records``: records framed (packets of every link type); ``packets``: rows produced;
+    ``skipped_records``/``skipped_bytes``: malformed input dropped under ``on_error="skip"``;
+    ``unsupported_linktypes``: {link type: records not decoded}; ``bytes``: decompressed bytes read.
+    """
+    path: str = ""
+    format: str = ""
+    compression: str = None
+    records: int = 0
+    packets: int = 0
+    skipped_records: int = 0
+    skipped_bytes: int = 0
+    unsupported_linktypes: dict = field(default_factory=dict)
+    interfaces: int = 0
+    bytes: int = 0
+    errors: list = field(default_factory=list)
+
+    def add_unsupported(self, linktype, n):
+        if n:
+            self.unsupported_linktypes[int(linktype)] = self.unsupported_linktypes.get(int(linktype), 0) + int(n)
+
+    def note(self, message):
+        """Record a skipped problem (first 20 kept)."""
+        if len(self.errors) < 20:
+            self.errors.append(message)
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
