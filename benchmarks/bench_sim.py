@@ -1,0 +1,50 @@
+"""Simulator benchmarks.
+
+1. Bottleneck packets forwarded per wall-clock second on the dumbbell of ``replays/dumbbell.toml``
+   (10 NewReno flows, 10 Mb/s / 20 ms bottleneck, 100-packet DropTail, 100 Mb/s / 5 ms access,
+   60 s). ``reference`` is ns-2 on the same scenario: NaN until the ns-2 comparison fills it
+   in (target: traceflow >= 3x ns-2).
+2. Wall time of the self-similarity paper's baseline (``replays/selfsim_baseline.toml``: 32
+   clients, Pareto 1.05, 1.5 Mb/s, 6 kB buffer, 10,000 simulated s, including the sample-path
+   normalization reruns); target < 60 s on one core.
+"""
+import math
+import time
+from pathlib import Path
+
+REPLAYS = Path(__file__).resolve().parents[1] / "replays"
+
+
+def run(quick=False):
+    import traceflow.sim as sim
+
+    rows = []
+    duration = 10.0 if quick else 60.0
+    sc = sim.load_scenario(REPLAYS / "dumbbell.toml", [f"simulation.duration={duration}"])
+    t0 = time.perf_counter()
+    res = sim.run(sc)
+    wall = time.perf_counter() - t0
+    ours = res.summary["packets_forwarded"] / wall
+    ref = float("nan")
+    ratio = ours / ref if ref and not math.isnan(ref) else float("nan")
+    rows.append({"benchmark": "sim dumbbell 10xNewReno: bottleneck pkts per wall-s",
+                 "ours": ours, "reference": ref, "unit": "pkt/s", "ratio": ratio,
+                 "target": ">= 3x ns-2", "ok": bool(ratio >= 3)})
+
+    horizon = 1000.0 if quick else 10000.0
+    sc = sim.load_scenario(REPLAYS / "selfsim_baseline.toml", [f"simulation.duration={horizon}"])
+    t0 = time.perf_counter()
+    res = sim.run(sc)
+    wall = time.perf_counter() - t0
+    limit = 60.0 * horizon / 10000.0
+    rows.append({"benchmark": f"sim self-similarity baseline ({horizon:.0f} simulated s) wall time",
+                 "ours": wall, "reference": limit, "unit": "s", "ratio": wall / limit,
+                 "target": f"< {limit:.0f} s", "ok": wall < limit})
+    return rows
+
+
+if __name__ == "__main__":
+    import sys
+
+    for row in run(quick="--quick" in sys.argv):
+        print(row)

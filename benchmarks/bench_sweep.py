@@ -1,0 +1,77 @@
+"""Sweep throughput: the same small sweep with 1 worker (inline) and with 2 worker processes.
+
+Target: 2 workers finish at least 1.8x as many cells per second as 1 worker on a 2-core machine
+(process start-up and result collection are the only overhead a sweep may add). The cells are real
+simulations when the simulator is built (the dumbbell of replays/dumbbell.toml at 50 Mb/s,
+120 simulated seconds, about 1 s of CPU each), else a CPU-bound NumPy stand-in. The ratio is
+only meaningful on an otherwise idle machine.
+"""
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from traceflow.sweep import run_sweep
+
+TARGET = 1.8
+
+
+def cpu_cell(scenario):
+    """A CPU-bound stand-in for a simulation (single-threaded NumPy work, seeded)."""
+    rng = np.random.default_rng(scenario["simulation"]["seed"])
+    total = 0.0
+    for _ in range(scenario["rounds"]):
+        x = rng.normal(size=200_000)
+        total += float(np.sort(np.cumsum(x))[len(x) // 2])
+    return {"median_walk": total / scenario["rounds"]}
+
+
+def _setup(quick):
+    """(task, base scenario, grid, description): real simulator cells when it is built."""
+    cells = 8 if quick else 24
+    try:
+        from importlib.resources import files
+
+        from traceflow.parallel import run_summary
+        from traceflow.sim import load_scenario as validate
+        from traceflow.sweep import load_scenario, set_dotted
+
+        base, _ = load_scenario(files("traceflow.replays") / "dumbbell.toml")
+        set_dotted(base, "simulation.duration", 30.0 if quick else 120.0)
+        set_dotted(base, "topology.bottleneck.rate", 5e7)
+        validate(base)
+        return run_summary, base, {"topology.bottleneck.queue.limit": list(range(20, 20 + cells))}, \
+            f"{cells} dumbbell simulations"
+    except ImportError:
+        base = {"simulation": {"seed": 5}, "rounds": 40 if quick else 60}
+        return cpu_cell, base, {"cell": list(range(cells))}, f"{cells} NumPy stand-in cells"
+
+
+def _throughput(task, base, grid, workers):
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        result = run_sweep(base, grid, Path(tmp) / "sweep", task=task, workers=workers,
+                           progress=False)
+        elapsed = time.perf_counter() - start
+    assert not result.failed, result.failed
+    return result.total / elapsed
+
+
+def run(quick=False):
+    task, base, grid, kind = _setup(quick)
+    load = os.getloadavg()[0]
+    one = _throughput(task, base, grid, workers=1)
+    two = _throughput(task, base, grid, workers=2)
+    ratio = two / one
+    return [{"benchmark": f"sweep throughput, 2 vs 1 workers ({kind})", "ours": two,
+             "reference": one, "unit": "cells/s", "ratio": ratio, "target": f">= {TARGET}",
+             "ok": ratio >= TARGET,
+             "note": f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, "
+                     f"{os.cpu_count()} CPUs"}]
+
+
+if __name__ == "__main__":
+    for row in run(quick=True):
+        print(row)

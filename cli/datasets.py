@@ -1,0 +1,66 @@
+"""``traceflow datasets list | verify [NAME...] | path NAME [FILE]``: the dataset registry."""
+import click
+
+from traceflow.cli.options import echo_json, json_option
+
+
+@click.group(name="datasets")
+def command():
+    """List, verify (SHA-256) and locate registered datasets.
+
+    Bundled samples ship with traceflow; external datasets (marked "external") are only described:
+    `path` tells where they are expected, `verify` checks them there.
+    """
+
+
+@command.command(name="list")
+@json_option
+def list_(as_json):
+    """List the registered datasets."""
+    from traceflow.datasets.registry import load_registry
+
+    rows = [{"name": d.name, "bundled": d.bundled, "present": d.present,
+             "files": len(d.files), "bytes": sum(f.size for f in d.files), "licence": d.licence,
+             "location": str(d.root), "description": d.description, "provenance": d.provenance}
+            for d in load_registry()]
+    if as_json:
+        echo_json(rows)
+        return
+    for r in rows:
+        where = "bundled" if r["bundled"] else "external, not bundled"
+        state = "present" if r["present"] else "absent"
+        click.echo(f"{r['name']:<24} {r['files']} files {r['bytes'] / 1e6:8.2f} MB  {where}, {state}")
+        click.echo(f"    {r['description']}")
+
+
+@command.command()
+@click.argument("names", nargs=-1)
+@json_option
+def verify(names, as_json):
+    """Recompute the SHA-256 of every file (of NAMES, default all present datasets).
+
+    Exits 1 when a file is missing or differs."""
+    from traceflow.datasets.registry import get, load_registry, verify as check
+
+    reg = load_registry()
+    sets = [get(n, reg) for n in names] if names else [d for d in reg if d.bundled or d.present]
+    rows = [row for d in sets for row in check(d)]
+    if as_json:
+        echo_json(rows)
+    else:
+        for r in rows:
+            click.echo(f"{r['status']:<8} {r['dataset']}/{r['file']}  ({r['path']})")
+    bad = [r for r in rows if r["status"] != "ok"]
+    if bad:
+        raise click.exceptions.Exit(1)
+
+
+@command.command()
+@click.argument("name")
+@click.argument("file", required=False)
+def path(name, file):
+    """Print the path of dataset NAME's folder (or of its FILE)."""
+    from traceflow.datasets.registry import get
+
+    d = get(name)
+    click.echo(str(d.file_path(file) if file else d.root))

@@ -1,0 +1,209 @@
+# Perturbation droppers (Kalantari & Shayman, sections III-V), placed in front of any queue.
+#
+# * APM: at time t0 drop the next D arriving packets of an aggregate.
+# * CAPM: router i drops r_i(t) = A_i s_i(t) packets/s, s_i the code's rectangular chips of
+#   length T_c (eqs. 3, 6), repeated every N*T_c when ``periodic``.  Several signatures (several
+#   "routers") can act on one link, and droppers on different links act independently.  Drops
+#   are paced deterministically: each signature accrues credit = the exact integral of r_i over
+#   the time since the previous arrival; a packet of its aggregate is dropped when the credit
+#   reaches one.  Credit is capped at ``max_credit`` so an aggregate that falls silent does not
+#   receive a burst of drops when it resumes.
+# * K-based fair dropping (section V): each aggregate a has a drop probability p_a (eqs. 15-17,
+#   computed by traceflow.capm.fair_drop_probabilities); the coin comes from the queue's Rng.
+#
+# Aggregates are the flows' class tags (``cls`` of the traffic group, carried in every packet);
+# a signature or APM aggregate of -1 means "every packet".
+
+
+cdef class Perturber:
+    cdef readonly int n_sig, n_apm, n_agg
+    cdef readonly double max_credit
+    cdef int max_chips
+    cdef double* prefix                # n_sig x (max_chips + 1): ones among the first j chips
+    cdef char* chips                   # n_sig x max_chips
+    cdef int* n_chips
+    cdef double* chip_s
+    cdef double* start_s
+    cdef double* amp
+    cdef char* periodic
+    cdef int* sig_agg
+    cdef double* credit
+    cdef double* last_cum
+    cdef int64_t* sig_drops
+    cdef int64_t* apm_t
+    cdef int* apm_left
+    cdef int* apm_agg
+    cdef int64_t* apm_drops
+    cdef double* agg_p
+    cdef int64_t* agg_drops
+    cdef Rng rng
+
+    def __cinit__(self, signatures=(), apm=(), drop_probability=(),
+                  double max_credit=2.0, rng_state=None):
+        cdef int i, j
+        signatures = list(signatures)
+        apm = list(apm)
+        self.n_sig = len(signatures)
+        self.n_apm = len(apm)
+        self.max_credit = max_credit
+        self.max_chips = max([len(s["code"]) for s in signatures] or [1])
+        n = max(self.n_sig, 1)
+        self.prefix = <double*> malloc(n * (self.max_chips + 1) * sizeof(double))
+        self.chips = <char*> malloc(n * self.max_chips)
+        self.n_chips = <int*> malloc(n * sizeof(int))
+        self.chip_s = <double*> malloc(n * sizeof(double))
+        self.start_s = <double*> malloc(n * sizeof(double))
+        self.amp = <double*> malloc(n * sizeof(double))
+        self.periodic = <char*> malloc(n)
+        self.sig_agg = <int*> malloc(n * sizeof(int))
+        self.credit = <double*> malloc(n * sizeof(double))
+        self.last_cum = <double*> malloc(n * sizeof(double))
+        self.sig_drops = <int64_t*> malloc(n * sizeof(int64_t))
+        for i, s in enumerate(signatures):
+            code = [int(c) for c in s["code"]]
+            if not code or any(c not in (0, 1) for c in code):
+                raise ValueError("a CAPM code is a non-empty sequence of 0/1 chips")
+            if float(s["chip_s"]) <= 0 or float(s.get("amplitude", 0.0)) < 0:
+                raise ValueError("CAPM chip time must be > 0 and amplitude >= 0")
+            self.n_chips[i] = len(code)
+            self.prefix[i * (self.max_chips + 1)] = 0.0
+            for j in range(len(code)):
+                self.chips[i * self.max_chips + j] = code[j]
+                self.prefix[i * (self.max_chips + 1) + j + 1] = \
+                    self.prefix[i * (self.max_chips + 1) + j] + code[j]
+            self.chip_s[i] = float(s["chip_s"])
+            self.start_s[i] = float(s.get("start_s", 0.0))
+            self.amp[i] = float(s.get("amplitude", 0.0))
+            self.periodic[i] = bool(s.get("periodic", True))
+            self.sig_agg[i] = int(s.get("aggregate", -1))
+            self.credit[i] = 0.0
+            self.last_cum[i] = 0.0
+            self.sig_drops[i] = 0
+        n = max(self.n_apm, 1)
+        self.apm_t = <int64_t*> malloc(n * sizeof(int64_t))
+        self.apm_left = <int*> malloc(n * sizeof(int))
+        self.apm_agg = <int*> malloc(n * sizeof(int))
+        self.apm_drops = <int64_t*> malloc(n * sizeof(int64_t))
+        for i, (t_s, count, agg) in enumerate(apm):
+            self.apm_t[i] = <int64_t> (float(t_s) * 1e9)
+            self.apm_left[i] = int(count)
+            self.apm_agg[i] = int(agg)
+            self.apm_drops[i] = 0
+        probs = [float(p) for p in drop_probability]
+        if any(not 0.0 <= p <= 1.0 for p in probs):
+            raise ValueError("drop probabilities must be in [0, 1]")
+        self.n_agg = len(probs)
+        self.agg_p = <double*> malloc(max(self.n_agg, 1) * sizeof(double))
+        self.agg_drops = <int64_t*> malloc(max(self.n_agg, 1) * sizeof(int64_t))
+        for i in range(self.n_agg):
+            self.agg_p[i] = probs[i]
+            self.agg_drops[i] = 0
+        if rng_state is None:
+            import numpy
+            rng_state = numpy.random.SeedSequence(1).generate_state(4, numpy.uint64)
+        rng_seed(&self.rng, rng_state)
+
+    def __dealloc__(self):
+        free(self.prefix); free(self.chips); free(self.n_chips); free(self.chip_s)
+        free(self.start_s); free(self.amp); free(self.periodic); free(self.sig_agg)
+        free(self.credit); free(self.last_cum); free(self.sig_drops); free(self.apm_t)
+        free(self.apm_left); free(self.apm_agg); free(self.apm_drops); free(self.agg_p)
+        free(self.agg_drops)
+
+    cdef double cumulative(self, int i, double t):
+        """Drops signature ``i`` asks for over [start, t]: A * ∫ s_i."""
+        cdef double u = t - self.start_s[i], tc = self.chip_s[i], period, rem
+        cdef int n = self.n_chips[i], j
+        cdef double* pre = &self.prefix[i * (self.max_chips + 1)]
+        cdef double periods = 0.0
+        if u <= 0.0:
+            return 0.0
+        period = n * tc
+        if u >= period:
+            if not self.periodic[i]:
+                return self.amp[i] * pre[n] * tc
+            periods = <double> (<int64_t> (u / period))
+            u -= periods * period
+        j = min(<int> (u / tc), n - 1)
+        rem = u - j * tc
+        return self.amp[i] * ((periods * pre[n] + pre[j]) * tc + self.chips[i * self.max_chips + j] * rem)
+
+    cdef bint arrival(self, int agg, int64_t now):
+        """True if the packet of aggregate ``agg`` arriving at ``now`` is to be dropped."""
+        cdef int i
+        cdef double t = now * 1e-9, c
+        cdef bint drop = False
+        for i in range(self.n_apm):
+            if self.apm_left[i] > 0 and now >= self.apm_t[i] and (self.apm_agg[i] < 0 or self.apm_agg[i] == agg):
+                self.apm_left[i] -= 1
+                self.apm_drops[i] += 1
+                return True
+        for i in range(self.n_sig):
+            c = self.cumulative(i, t)
+            self.credit[i] = min(self.credit[i] + c - self.last_cum[i], self.max_credit)
+            self.last_cum[i] = c
+            if not drop and self.credit[i] >= 1.0 and (self.sig_agg[i] < 0 or self.sig_agg[i] == agg):
+                self.credit[i] -= 1.0
+                self.sig_drops[i] += 1
+                drop = True
+        if drop:
+            return True
+        if agg < self.n_agg and self.agg_p[agg] > 0.0:
+            if rng_uniform(&self.rng) < self.agg_p[agg]:
+                self.agg_drops[agg] += 1
+                return True
+        return False
+
+    def offer(self, int aggregate, int64_t now):
+        """Python access to :meth:`arrival` (tests)."""
+        return self.arrival(aggregate, now)
+
+    def drop_counts(self):
+        """Drops so far: {"signature": [...], "apm": [...], "aggregate": [...]}."""
+        return {"signature": [self.sig_drops[i] for i in range(self.n_sig)],
+                "apm": [self.apm_drops[i] for i in range(self.n_apm)],
+                "aggregate": [self.agg_drops[i] for i in range(self.n_agg)]}
+
+
+cdef class KeepWindow(SenderHook):
+    """Carry the window (cwnd, ssthresh) and the RTT estimator (srtt, rttvar, rto) of a sender
+    from one connection to the next.
+
+    The perturbation paper's ns-2 sources are FTP start/stop cycles on one TCP agent, which keeps
+    all of this across on periods; the OnOffApp opens a new connection per on period (slow start
+    from 1, initial RTO 3 s), so without this hook the short on periods would never leave slow
+    start and a single loss would stall a source for seconds.
+    """
+    cdef double cwnd, ssthresh, srtt, rttvar
+    cdef int64_t rto
+    cdef bint have, have_rtt
+
+    cdef void _save(self, TcpSender s, double cwnd) noexcept:
+        self.cwnd = cwnd
+        self.ssthresh = s.ssthresh
+        self.have = True
+        if s.have_rtt:
+            self.srtt = s.srtt
+            self.rttvar = s.rttvar
+            self.rto = s.rto
+            self.have_rtt = True
+
+    cdef void on_conn_start(self, TcpSender s, int64_t now) except *:
+        if self.have:
+            s.cwnd = self.cwnd
+            s.ssthresh = self.ssthresh
+        if self.have_rtt:
+            s.srtt = self.srtt
+            s.rttvar = self.rttvar
+            s.rto = self.rto
+            s.have_rtt = True
+
+    cdef void on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except *:
+        self._save(s, s.cwnd)
+
+    cdef void on_loss(self, TcpSender s, int64_t now) except *:
+        # called before fast recovery inflates the window; recovery ends at cwnd = ssthresh
+        self._save(s, s.ssthresh)
+
+    cdef void on_timeout(self, TcpSender s, int64_t now) except *:
+        self._save(s, s.cwnd)

@@ -1,0 +1,197 @@
+# Links: one direction, one Queue, a transmitter of ``rate_bps`` and a propagation delay.
+#
+# send(): random-loss-free entry into the queue (the queue may drop); when the transmitter is idle
+# the head packet is dequeued and occupies it for size*8/rate; then it propagates for ``delay`` and
+# arrives at the far node. Optional random loss happens on the wire (after transmission), so the
+# packet has used capacity and shows in the link's pcap and series.
+
+cdef enum:
+    LINK_TX_DONE = 1
+    LINK_ARRIVE = 2
+
+
+cdef class Link(Component):
+    cdef readonly int32_t id
+    cdef readonly str name
+    cdef readonly int32_t src, dst          # node ids
+    cdef Node dst_node
+    cdef readonly double rate_bps
+    cdef double ns_per_byte
+    cdef readonly int64_t delay             # ns
+    cdef readonly Queue queue
+    cdef readonly bint busy
+    cdef Packet* in_service
+    cdef readonly double loss_p
+    cdef Rng rng
+    cdef PcapWriter pcap
+    # counters
+    cdef readonly int64_t arrivals, arrival_bytes     # offered to the queue
+    cdef readonly int64_t departures, departure_bytes  # transmitted
+    cdef readonly int64_t lost, lost_bytes            # random loss on the wire
+    cdef readonly int64_t delivered, delivered_bytes  # reached the far node
+    cdef readonly int64_t on_wire                     # propagating now
+    cdef readonly int64_t busy_ns                     # transmitter busy time
+    cdef double q_area_pkts, q_area_bytes             # integral of queue length over time
+    cdef int64_t q_last_t
+    cdef readonly int64_t q_max_pkts, q_max_bytes
+    # time series (monitored links only)
+    cdef int64_t bin_ns
+    cdef Py_ssize_t nbins
+    cdef int64_t* ser
+
+    def __init__(self, int id, str name, Node src, Node dst, double rate_bps, int64_t delay,
+                 Queue queue, double loss_p=0.0, rng_state=None):
+        self.id = id
+        self.name = name
+        self.src = src.id
+        self.dst = dst.id
+        self.dst_node = dst
+        self.rate_bps = rate_bps
+        self.ns_per_byte = 8e9 / rate_bps
+        self.delay = delay
+        self.queue = queue
+        queue.link = self
+        self.loss_p = loss_p
+        if rng_state is not None:
+            rng_seed(&self.rng, rng_state)
+
+    def __dealloc__(self):
+        free(self.ser)
+        if self.in_service != NULL:
+            pkt_free(self.in_service)
+
+    def attach(self, Simulator sim):
+        self.sim = sim
+        self.queue.sim = sim
+        sim.keep.append(self)
+        sim.links_list.append(self)
+        self.queue.attached()
+
+    def monitor(self, int64_t bin_ns, int64_t duration_ns):
+        """Record a time series (arrivals, departures, drops per bin of ``bin_ns``)."""
+        self.bin_ns = bin_ns
+        self.nbins = duration_ns // bin_ns + 1
+        free(self.ser)
+        self.ser = <int64_t*>calloc(self.nbins * 5, sizeof(int64_t))
+        if self.ser == NULL:
+            raise MemoryError()
+
+    def set_pcap(self, PcapWriter w):
+        self.pcap = w
+
+    cdef inline Py_ssize_t _bin(self, int64_t now) noexcept:
+        cdef Py_ssize_t b = now // self.bin_ns
+        return b if b < self.nbins else self.nbins - 1
+
+    cdef inline void _q_integrate(self, int64_t now) noexcept:
+        cdef int64_t dt = now - self.q_last_t
+        if dt > 0:
+            self.q_area_pkts += <double>dt * self.queue.len_pkts
+            self.q_area_bytes += <double>dt * self.queue.len_bytes
+            self.q_last_t = now
+
+    cdef void send(self, Packet* p, int64_t now) except *:
+        """A packet arrives at this link's queue."""
+        cdef int64_t d0 = 0
+        self.arrivals += 1
+        self.arrival_bytes += p.size
+        if self.ser != NULL:
+            self.ser[5 * self._bin(now)] += p.size
+            self.ser[5 * self._bin(now) + 1] += 1
+            d0 = self.queue.drop_pkts
+        self._q_integrate(now)
+        p.t_enq = now
+        self.queue.enqueue(p, now)
+        if self.queue.len_pkts > self.q_max_pkts:
+            self.q_max_pkts = self.queue.len_pkts
+        if self.queue.len_bytes > self.q_max_bytes:
+            self.q_max_bytes = self.queue.len_bytes
+        if self.ser != NULL:
+            self.ser[5 * self._bin(now) + 4] += self.queue.drop_pkts - d0
+        if not self.busy:
+            self._start_tx(now)
+
+    cdef void _start_tx(self, int64_t now) except *:
+        self._q_integrate(now)
+        cdef Packet* p = self.queue.dequeue(now)
+        cdef int64_t tx
+        if p == NULL:
+            return
+        self.busy = True
+        self.in_service = p
+        tx = <int64_t>(p.size * self.ns_per_byte + 0.5)
+        self.busy_ns += tx
+        self.departures += 1
+        self.departure_bytes += p.size
+        if self.ser != NULL:
+            self.ser[5 * self._bin(now) + 2] += p.size
+            self.ser[5 * self._bin(now) + 3] += 1
+        if self.pcap is not None:
+            self.pcap.write(p, now)
+        self.sim.schedule(now + tx, self, LINK_TX_DONE, NULL, 0)
+
+    cdef void kick(self, int64_t now) except *:
+        """Start transmitting if idle and the queue has a packet (for disciplines that hold packets)."""
+        if not self.busy:
+            self._start_tx(now)
+
+    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+        if kind == LINK_TX_DONE:
+            p = self.in_service
+            self.in_service = NULL
+            self.busy = False
+            if self.loss_p > 0.0 and rng_uniform(&self.rng) < self.loss_p:
+                self.lost += 1
+                self.lost_bytes += p.size
+                self.sim.drop(p)
+            else:
+                self.on_wire += 1
+                self.sim.schedule(now + self.delay, self, LINK_ARRIVE, p, 0)
+            self._start_tx(now)
+        elif kind == LINK_ARRIVE:
+            self.on_wire -= 1
+            self.delivered += 1
+            self.delivered_bytes += p.size
+            self.dst_node.receive(p, now)
+
+    # ---- results ----
+    def finish(self, int64_t now):
+        self._q_integrate(now)
+
+    def stats(self, int64_t now):
+        """Counters and time averages up to ``now`` (ns)."""
+        self._q_integrate(now)
+        q = self.queue
+        return {
+            "name": self.name, "rate_bps": self.rate_bps, "delay_s": self.delay * 1e-9,
+            "arrivals": self.arrivals, "arrival_bytes": self.arrival_bytes,
+            "departures": self.departures, "departure_bytes": self.departure_bytes,
+            "queue_drops": q.drop_pkts, "queue_drop_bytes": q.drop_bytes,
+            "lost": self.lost, "lost_bytes": self.lost_bytes,
+            "delivered": self.delivered, "delivered_bytes": self.delivered_bytes,
+            "on_wire": self.on_wire, "in_service": int(self.busy),
+            "queue_pkts": q.len_pkts, "queue_bytes": q.len_bytes,
+            "mean_queue_pkts": self.q_area_pkts / now if now > 0 else 0.0,
+            "mean_queue_bytes": self.q_area_bytes / now if now > 0 else 0.0,
+            "max_queue_pkts": self.q_max_pkts, "max_queue_bytes": self.q_max_bytes,
+            "busy_s": self.busy_ns * 1e-9,
+            "limit_pkts": q.limit_pkts, "limit_bytes": q.limit_bytes,
+        }
+
+    def packets_by_flow(self):
+        """{(flow, dir): packets} queued or being transmitted on this link."""
+        out = self.queue.packets_by_flow()
+        if self.in_service != NULL:
+            key = (self.in_service.flow, self.in_service.dir)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def series(self):
+        """(bin_ns, dict of numpy arrays) or None when the link is not monitored."""
+        import numpy as np
+        if self.ser == NULL:
+            return None
+        cdef int64_t[:, ::1] view = <int64_t[:self.nbins, :5]>self.ser
+        a = np.array(view, copy=True)
+        return self.bin_ns, {"arrival_bytes": a[:, 0], "arrival_packets": a[:, 1],
+                             "bytes": a[:, 2], "packets": a[:, 3], "drops": a[:, 4]}

@@ -1,0 +1,213 @@
+"""Simulation results: summary metrics, Arrow tables, and the run directory writer.
+
+Run directory (written atomically):
+  summary.json      headline metrics (see :func:`summarize`)
+  flows.parquet     one row per flow: endpoints, class, base RTT, packets/bytes sent, received,
+                    dropped (data and ACK directions), retransmits, timeouts, goodput, transfers
+  transfers.parquet one row per transfer: size, start, end (null if unfinished), bytes sent,
+                    retransmits, reliable throughput S/W
+  series.parquet    per monitored link and bin: t (timestamp[ns]), bytes, packets (departures),
+                    arrival_bytes, arrival_packets, drops
+  queue.parquet     queue samples: t, link, packets, bytes, avg (RED EWMA / instantaneous)
+  links.parquet     per directed link: counters and time-averaged queue
+  scenario.json     the scenario as run (after --set overrides and --seed)
+  <a>-<b>.pcap      captures of links with pcap = true
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from traceflow.atomic import atomic_dir
+
+NS = 1_000_000_000
+
+
+class Result:
+    """Outcome of one run: ``summary`` (dict), ``flows``/``transfers``/``series``/``queue``/
+    ``links`` (pyarrow Tables), ``scenario`` (the Scenario), ``pcaps`` (paths)."""
+
+    def __init__(self, summary, flows, transfers, series, queue, links, scenario, pcaps):
+        self.summary = summary
+        self.flows = flows
+        self.transfers = transfers
+        self.series = series
+        self.queue = queue
+        self.links = links
+        self.scenario = scenario
+        self.pcaps = pcaps
+
+    def __repr__(self):
+        s = self.summary
+        return (f"Result(duration={s['duration_s']}s, throughput={s['throughput_bps']:.4g} b/s, "
+                f"loss={s['loss_rate']:.4g}, flows={self.flows.num_rows}, "
+                f"transfers={self.transfers.num_rows})")
+
+    def write(self, run_dir):
+        """Write the run directory atomically (replacing an existing one); returns its Path."""
+        run_dir = Path(run_dir)
+        with atomic_dir(run_dir) as tmp:
+            (tmp / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2))
+            for name in ("flows", "transfers", "series", "queue", "links"):
+                pq.write_table(getattr(self, name), tmp / f"{name}.parquet")
+            (tmp / "scenario.json").write_text(json.dumps(_jsonable(self.scenario.raw), indent=2))
+            for p in self.pcaps:
+                shutil.copyfile(p, tmp / Path(p).name)
+        return run_dir
+
+
+def _jsonable(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    return obj
+
+
+def _ratio(a, b):
+    return float(a) / float(b) if b else float("nan")
+
+
+# file-size bins of the self-similarity paper's Table 1 (bytes, inclusive upper edges)
+SIZE_BINS = [(0, 700), (701, 1000), (1001, 2000), (2001, 4000), (4001, 8000), (8001, 16000),
+             (16001, 64000), (64001, None)]
+
+
+def _response_bins(sizes, durations):
+    """Mean reliable transmission time (s) of completed transfers per file-size bin."""
+    out = []
+    for lo, hi in SIZE_BINS:
+        m = (sizes >= lo) & ((sizes <= hi) if hi is not None else True)
+        out.append({"min_bytes": lo, "max_bytes": hi, "transfers": int(m.sum()),
+                    "mean_s": float(durations[m].mean()) if m.any() else float("nan")})
+    return out
+
+
+def summarize(built, wall_s, pcap_dir):
+    """Collect tables and headline metrics from a finished :class:`runner.Built`."""
+    sim = built.sim
+    sc = built.sc
+    dur_ns = built.duration_ns
+    dur = dur_ns / NS
+
+    fs = sim.flow_stats()
+    info = built.flows
+    flows = pa.table({
+        "flow_id": pa.array([f.flow for f in info], pa.int32()),
+        "group": pa.array([f.group for f in info], pa.int32()),
+        "kind": pa.array([f.kind for f in info], pa.string()),
+        "transport": pa.array([f.transport for f in info], pa.string()),
+        "src": pa.array([f.src for f in info], pa.string()),
+        "dst": pa.array([f.dst for f in info], pa.string()),
+        "cls": pa.array(fs["cls"], pa.int32()),
+        "base_rtt": pa.array(fs["base_rtt"], pa.float64()),
+        **{k: pa.array(v, pa.int64()) for k, v in fs.items() if k not in ("cls", "base_rtt")},
+    })
+
+    tr = sim.transfer_records()
+    done = tr["end"] >= 0
+    end = pa.array(np.where(done, tr["end"], 0), pa.int64()).cast(pa.timestamp("ns"))
+    end = pc.if_else(pa.array(done), end, pa.scalar(None, pa.timestamp("ns")))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(tr["bytes_sent"] > 0, tr["size"] / tr["bytes_sent"], np.nan)
+        dur_t = np.where(done, (tr["end"] - tr["start"]) / NS, np.nan)
+    transfers = pa.table({
+        "flow_id": pa.array(tr["flow"], pa.int32()),
+        "conn": pa.array(tr["conn"], pa.int32()),
+        "size": pa.array(tr["size"], pa.int64()),
+        "start": pa.array(tr["start"], pa.int64()).cast(pa.timestamp("ns")),
+        "end": end,
+        "duration": pa.array(dur_t, pa.float64()),
+        "bytes_sent": pa.array(tr["bytes_sent"], pa.int64()),
+        "packets_sent": pa.array(tr["pkts_sent"], pa.int64()),
+        "retransmits": pa.array(tr["retransmits"], pa.int64()),
+        "timeouts": pa.array(tr["timeouts"], pa.int64()),
+        "reliable_throughput": pa.array(rel, pa.float64()),
+    })
+
+    parts = []
+    for link in built.monitored:
+        s = link.series()
+        if s is None:
+            continue
+        bin_ns, cols = s
+        n = min(len(cols["bytes"]), int(math.ceil(dur_ns / bin_ns)))
+        parts.append(pa.table({
+            "link": pa.array([link.name] * n, pa.string()),
+            "t": pa.array(np.arange(n, dtype=np.int64) * bin_ns, pa.int64()).cast(pa.timestamp("ns")),
+            **{k: pa.array(v[:n], pa.int64()) for k, v in cols.items()},
+        }))
+    series = pa.concat_tables(parts) if parts else pa.table({
+        "link": pa.array([], pa.string()), "t": pa.array([], pa.timestamp("ns")),
+        **{k: pa.array([], pa.int64()) for k in ("bytes", "packets", "arrival_bytes",
+                                                 "arrival_packets", "drops")}})
+
+    names = {l.id: l.name for l in built.links}
+    if built.sampler is not None:
+        q = built.sampler.samples()
+        queue = pa.table({
+            "t": pa.array(q["t"], pa.int64()).cast(pa.timestamp("ns")),
+            "link": pa.array([names[i] for i in q["link"]], pa.string()),
+            "packets": pa.array(q["packets"], pa.int64()),
+            "bytes": pa.array(q["bytes"], pa.int64()),
+            "avg": pa.array(q["avg"], pa.float64()),
+        })
+    else:
+        queue = pa.table({"t": pa.array([], pa.timestamp("ns")), "link": pa.array([], pa.string()),
+                          "packets": pa.array([], pa.int64()), "bytes": pa.array([], pa.int64()),
+                          "avg": pa.array([], pa.float64())})
+
+    lstats = [l.stats(dur_ns) for l in built.links]
+    links = pa.Table.from_pylist(lstats)
+
+    b = built.bottleneck.stats(dur_ns)
+    data_sent = int(fs["sent_pkts"].sum())
+    retx = int(fs["retransmits"].sum())
+    done_sizes = tr["size"][done]
+    done_sent = tr["bytes_sent"][done]
+    ok = done_sent > 0
+    limit_b = b["limit_bytes"] or (b["limit_pkts"] * (sc.simulation.mss + sc.simulation.tcp_header))
+    summary = {
+        "name": sc.name,
+        "duration_s": dur,
+        "seed": sc.simulation.seed,
+        "wall_s": wall_s,
+        "events": int(sim.events),
+        "bottleneck": b["name"],
+        "bottleneck_rate_bps": b["rate_bps"],
+        "packets_forwarded": b["departures"],
+        "throughput_bps": b["departure_bytes"] * 8 / dur,
+        "link_utilization": b["busy_s"] / dur,
+        "goodput_bps": float(fs["goodput_bytes"].sum()) * 8 / dur,
+        "loss_rate": _ratio(b["queue_drops"] + b["lost"], b["arrivals"]),
+        "network_loss_rate": _ratio(fs["drop_pkts"].sum(), data_sent),
+        "retransmission_rate": _ratio(retx, data_sent),
+        "reliable_throughput": float(np.mean(done_sizes[ok] / done_sent[ok])) if ok.any() else float("nan"),
+        "reliable_throughput_bytes": _ratio(done_sizes[ok].sum(), done_sent[ok].sum()),
+        "mean_queue_pkts": b["mean_queue_pkts"],
+        "mean_queue_bytes": b["mean_queue_bytes"],
+        "buffer_occupancy": _ratio(b["mean_queue_bytes"], limit_b),
+        "max_queue_pkts": b["max_queue_pkts"],
+        "flows": len(info),
+        "transfers": int(len(tr["size"])),
+        "transfers_completed": int(done.sum()),
+        "mean_transfer_size": float(np.mean(tr["size"][tr["size"] > 0])) if (tr["size"] > 0).any() else float("nan"),
+        "mean_response_time_s": float(np.nanmean(dur_t)) if done.any() else float("nan"),
+        "data_packets_sent": data_sent,
+        "retransmits": retx,
+        "timeouts": int(fs["timeouts"].sum()),
+        "response_time_by_size": _response_bins(tr["size"][done], dur_t[done]),
+    }
+    pcaps = [str(Path(pcap_dir) / Path(w.path).name) for w in built.pcaps]
+    return Result(summary, flows, transfers, series, queue, links, sc, pcaps)

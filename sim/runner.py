@@ -1,0 +1,409 @@
+"""Assemble a Simulator from a validated Scenario, run it, and collect a Result.
+
+Random streams: every component draws from its own xoshiro256** stream seeded by
+``SeedSequence(seed, spawn_key=(kind, index...))``, so adding a component never shifts another
+component's numbers.
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from traceflow.errors import ScenarioError
+
+from . import _sim
+from .result import Result, summarize
+from .scenario import HookContext, QueueContext, load_scenario, tcp_for
+from .topology import build_network, path_delay, routes
+
+NS = 1_000_000_000
+
+# spawn_key namespaces of the random streams
+_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES = range(6)
+
+
+def _stream(seed, *key):
+    return np.random.SeedSequence(seed, spawn_key=key).generate_state(4, np.uint64)
+
+
+def _ns(seconds):
+    return int(round(seconds * NS))
+
+
+_CC = {"tahoe": _sim.Tahoe, "reno": _sim.Reno, "newreno": _sim.NewReno}
+
+
+@dataclass
+class FlowInfo:
+    flow: int
+    group: int
+    kind: str
+    transport: str
+    src: str
+    dst: str
+    cls: int
+    base_rtt: float
+
+
+class Built:
+    """A simulator ready to run, with the handles needed to read results back."""
+
+    def __init__(self, scenario, pcap_dir, flows_tables=None, size_scale=None):
+        self.sc = sc = scenario
+        self.sim = sim = _sim.Simulator()
+        self.seed = seed = sc.simulation.seed
+        mss = sc.simulation.mss
+        self.duration_ns = _ns(sc.simulation.duration)
+        self.net = net = build_network(sc.topology)
+        idx = net.index()
+        self.nodes = [_sim.Node(i, n) for i, n in enumerate(net.nodes)]
+        for node in self.nodes:
+            sim.add_node(node)
+        self.links = []
+        self.pcaps = []
+        for j, (a, b, spec) in enumerate(net.links):
+            writer = None
+            if spec.pcap:
+                writer = _sim.PcapWriter(str(Path(pcap_dir) / f"{a}-{b}.pcap"), mss)
+                self.pcaps.append(writer)
+            for d, (x, y) in enumerate(((a, b), (b, a))):
+                lid = 2 * j + d
+                qspec = spec.queue if d == 0 or spec.queue_reverse is None else spec.queue_reverse
+                ctx = QueueContext(f"{x}->{y}", spec.rate, spec.delay, mss,
+                                   mss + sc.simulation.tcp_header,
+                                   _stream(seed, _RNG_QUEUE, lid), sc)
+                q = qspec.build(ctx)
+                loss = spec.loss if d == 0 else spec.loss_reverse
+                link = _sim.Link(lid, f"{x}->{y}", self.nodes[idx[x]], self.nodes[idx[y]],
+                                 spec.rate, _ns(spec.delay), q, loss,
+                                 _stream(seed, _RNG_LINK, lid))
+                link.attach(sim)
+                if writer is not None:
+                    link.set_pcap(writer)
+                self.links.append(link)
+        self.nxt = nxt = routes(net)
+        for i, node in enumerate(self.nodes):
+            node.set_routes([self.links[l] if l >= 0 else None for l in nxt[i]])
+        by_name = {l.name: l for l in self.links}
+        mon = list(sc.monitor.links)
+        for a, b, spec in net.links:
+            if spec.monitor:
+                mon += [f"{a}->{b}", f"{b}->{a}"]
+        if not mon:
+            mon = [net.bottleneck]
+        for name in mon:
+            if name not in by_name:
+                raise ScenarioError(f"monitor.links: no link {name!r} (directed names like "
+                                    f"{net.bottleneck!r})")
+        self.monitored = [by_name[n] for n in dict.fromkeys(mon)]
+        for link in self.monitored:
+            link.monitor(_ns(sc.simulation.series_bin), self.duration_ns)
+        self.bottleneck = by_name[net.bottleneck] if net.bottleneck in by_name else self.monitored[0]
+        if sc.monitor.links:
+            self.bottleneck = self.monitored[0]
+        self.sampler = None
+        if sc.simulation.queue_sample > 0:
+            self.sampler = _sim.QueueSampler(self.monitored, _ns(sc.simulation.queue_sample))
+            sim.add_component(self.sampler)
+            self.sampler.start(0)
+        self.flows: list[FlowInfo] = []
+        self.file_apps = []            # (group index, app, SizeDist, scale)
+        self.size_scale = size_scale or {}
+        for gi, group in enumerate(sc.traffic):
+            self._add_group(gi, group, idx, flows_tables)
+
+    # ---- traffic ----
+    def _match(self, pattern, path):
+        names = self.net.nodes
+        pats = [pattern] if isinstance(pattern, str) else list(pattern)
+        out = []
+        for p in pats:
+            hit = [n for n in names if fnmatch.fnmatchcase(n, p)]
+            if not hit:
+                raise ScenarioError(f"{path}: no node matches {p!r}")
+            out += hit
+        return out
+
+    def _add_group(self, gi, g, idx, flows_tables):
+        sc = self.sc
+        path = f"traffic[{gi}]"
+        srcs = self._match(g.src, f"{path}.src")
+        dsts = self._match(g.dst, f"{path}.dst")
+        rows = None
+        if g.kind == "trace":
+            rows = _trace_rows(g, gi, flows_tables)
+            count = len(rows[0])
+        else:
+            count = g.count or max(len(srcs), len(dsts))
+        tcp = tcp_for(sc, g, f"{path}.tcp") if g.transport == "tcp" else None
+        start_rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_APP, gi)))
+        jitter = start_rng.random(count) * g.start_spread
+        for i in range(count):
+            s, d = srcs[i % len(srcs)], dsts[i % len(dsts)]
+            if s == d:
+                raise ScenarioError(f"{path}: flow {i} has the same source and destination {s!r}")
+            si, di = idx[s], idx[d]
+            one_way = path_delay(self.net, self.nxt, si, di)
+            extra = g.extra_delay
+            if rows is not None and np.isfinite(rows[2][i]):
+                extra = max(0.0, (rows[2][i] - 2 * one_way) / 2)
+            base_rtt = 2 * (one_way + extra)
+            flow = self.sim.add_flow(g.cls, base_rtt)
+            self.flows.append(FlowInfo(flow, gi, g.kind, g.transport, s, d, g.cls, base_rtt))
+            key = (gi, i)
+            if g.transport == "tcp":
+                app_target = self._tcp_pair(flow, gi, tcp, self.nodes[si], self.nodes[di],
+                                            _ns(extra), base_rtt)
+            else:
+                app_target = self._udp_pair(flow, g, self.nodes[si], self.nodes[di], _ns(extra))
+            app = self._app(g, key, app_target, rows, i)
+            app.set_rng(_stream(self.seed, _RNG_APP, gi, i))
+            self.sim.add_component(app)
+            app.start(_ns(g.start + jitter[i]))
+
+    def _tcp_pair(self, flow, gi, t, src, dst, extra_ns, base_rtt):
+        sc = self.sc
+        mss, hdr = sc.simulation.mss, sc.simulation.tcp_header
+        snd = _sim.TcpSender(src, flow, dst.id, mss, hdr)
+        snd.init_cwnd = t.init_cwnd
+        snd.init_ssthresh = t.init_ssthresh
+        snd.rwnd = t.rwnd
+        snd.min_rto, snd.max_rto, snd.init_rto = _ns(t.min_rto), _ns(t.max_rto), _ns(t.init_rto)
+        snd.tick = max(1, _ns(t.tick))
+        snd.handshake = t.handshake
+        snd.rtt_per_ack = t.rtt_per_ack
+        snd.xi = t.xi
+        snd.extra_delay = extra_ns
+        if t.cc == "vegas":
+            snd.cc = _sim.Vegas(t.vegas.alpha, t.vegas.beta, t.vegas.gamma)
+        elif t.cc == "rate":
+            snd.cc = _sim.Rate(t.rate.a, t.rate.b)
+        else:
+            snd.cc = _CC[t.cc]()
+        sink = _sim.TcpSink(dst, flow, snd, mss, hdr)
+        sink.delack = t.delayed_ack
+        sink.delack_timeout = _ns(t.delack_timeout)
+        sink.extra_delay = extra_ns
+        self.sim.add_agent(snd)
+        self.sim.add_agent(sink)
+        snd.connect(sink.agent_id)
+        sink.connect(snd.agent_id)
+        if t.hook is not None:
+            hook = t.hook.build(HookContext(flow, gi, _stream(self.seed, _RNG_HOOK, flow), sc,
+                                            base_rtt))
+            snd.attach_hook(hook)
+        return snd, sink
+
+    def _udp_pair(self, flow, g, src, dst, extra_ns):
+        sc = self.sc
+        mss, hdr = sc.simulation.mss, sc.simulation.udp_header
+        u = g.udp
+        spacing = u.spacing
+        size = mss + hdr if u.size == "fixed" else (u.mean_size or mss + hdr)
+        first_hop = self.links[self.nxt[src.id, dst.id]]
+        rate = u.rate or first_hop.rate_bps
+        if g.kind in ("infinite", "onoff", "files") or u.rate > 0:
+            spacing = max(spacing, size * 8 / rate)
+        src_agent = _sim.UdpSource(src, flow, dst.id, mss, hdr, _ns(spacing),
+                                   _stream(self.seed, _RNG_UDP, flow))
+        if u.size == "exponential":
+            src_agent.size_dist = 1
+            src_agent.mean_size = size
+        src_agent.extra_delay = extra_ns
+        sink = _sim.UdpSink(dst, flow)
+        self.sim.add_agent(src_agent)
+        self.sim.add_agent(sink)
+        src_agent.connect(sink.agent_id)
+        return src_agent, None
+
+    def _app(self, g, key, target, rows, i):
+        sender, sink = target
+        tcp = isinstance(sender, _sim.TcpSender)
+        if g.kind == "infinite":
+            app = _sim.InfiniteApp()
+        elif g.kind == "files":
+            app = _sim.FileApp()
+            self._files(app, g, key)
+        elif g.kind == "poisson":
+            app = _sim.PoissonApp()
+            app.mean_gap = _ns(1.0 / g.rate)
+        elif g.kind == "onoff":
+            app = _sim.OnOffApp()
+            app.on_lo, app.on_hi = _ns(g.on[0]), _ns(g.on[1])
+            app.off_lo, app.off_hi = _ns(g.off[0]), _ns(g.off[1])
+        else:
+            app = _sim.ScheduledApp()
+            app.set_schedule(np.array([rows[0][i]], np.int64) + _ns(g.start),
+                             np.array([rows[1][i]], np.int64))
+        if tcp:
+            app.tcp = sender
+            sender.app = app
+            sink.app = app
+        else:
+            app.udp = sender
+            sender.app = app
+        return app
+
+    def _files(self, app, g, key):
+        sd = g.size
+        dur = self.sc.simulation.duration
+        app.idle_mean = _ns(g.idle)
+        app.first_idle = g.first_idle
+        n_pre = int(math.ceil(dur / g.idle)) + 1
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_SIZES,) + key))
+        if sd.dist == "pareto":
+            app.dist = 0
+            app.alpha = sd.alpha
+            base = rng.random(n_pre) ** (-1.0 / sd.alpha)     # Pareto(alpha, k=1)
+            k = sd.k or sd.mean * (sd.alpha - 1) / sd.alpha
+        elif sd.dist == "exponential":
+            app.dist = 1
+            base = rng.exponential(1.0, n_pre)
+            k = sd.mean
+        elif sd.dist == "empirical":
+            app.dist = 2
+            vals = np.asarray(sd.values, float)
+            app.set_empirical(vals)
+            base = vals[rng.integers(0, len(vals), n_pre)]
+            k = 1.0
+        else:
+            app.dist = 3
+            base = np.ones(n_pre)
+            k = sd.mean
+        app.mean = sd.mean
+        self.file_apps.append([key[0], app, sd, base, k])
+
+    def finalize_sizes(self):
+        """Apply the sample-path normalization of presampled sizes (before running)."""
+        groups = {}
+        for rec in self.file_apps:
+            groups.setdefault(rec[0], []).append(rec)
+        for gi, recs in groups.items():
+            sd = recs[0][2]
+            if sd.normalize != "none" and sd.dist in ("pareto", "exponential"):
+                if gi in self.size_scale:
+                    k = self.size_scale[gi]
+                else:
+                    # presample: scale so the mean over every presampled size is the target
+                    k = sd.mean / np.mean(np.concatenate([r[3] for r in recs]))
+                for r in recs:
+                    r[4] = k
+            for r in recs:
+                app, base, k = r[1], r[3], r[4]
+                app.k = k
+                app.mean = sd.mean if sd.dist != "exponential" else k
+                app.set_sizes(np.ascontiguousarray(base * k, dtype=np.float64))
+
+    def realized_mean(self, gi):
+        """Mean requested size over the transfers group ``gi`` actually started."""
+        n = sum(r[1].requests for r in self.file_apps if r[0] == gi)
+        b = sum(r[1].requested_bytes for r in self.file_apps if r[0] == gi)
+        return b / n if n else float("nan")
+
+    def run(self, progress=None):
+        every = self.sc.simulation.progress_every
+        cb = None
+        if progress is not None:
+            def cb(now):
+                progress(now / NS, self.sc.simulation.duration)
+            every = every or max(self.sc.simulation.duration / 100, 1e-3)
+        self.sim.run(self.duration_ns, cb, _ns(every) if cb else 0)
+        for w in self.pcaps:
+            w.close()
+
+
+def _trace_rows(g, gi, tables):
+    """(start_ns relative, size bytes, rtt s) arrays of a trace-driven group."""
+    import pyarrow as pa
+
+    table = None
+    if tables is not None:
+        table = tables.get(gi) if isinstance(tables, dict) else tables
+    if table is None:
+        if not g.table:
+            raise ScenarioError(f"traffic[{gi}].table: a trace group needs a flows table")
+        p = Path(g.table)
+        if not p.exists():
+            raise ScenarioError(f"traffic[{gi}].table: file not found", path=p)
+        if p.suffix == ".csv":
+            import pyarrow.csv as pacsv
+            table = pacsv.read_csv(p)
+        else:
+            import pyarrow.parquet as pq
+            table = pq.read_table(p)
+    if hasattr(table, "to_arrow"):         # Polars DataFrame
+        table = table.to_arrow()
+    if not isinstance(table, pa.Table):
+        table = pa.table(table)
+    cols = set(table.column_names)
+
+    def pick(*names):
+        for n in names:
+            if n in cols:
+                return n
+        return None
+
+    c_start = pick("start", "start_ns")
+    c_size = pick("size", "bytes_c2s_app", "app_bytes_c2s", "payload_bytes", "bytes")
+    c_rtt = pick("rtt", "rtt_min3", "rtt_handshake")
+    if c_start is None or c_size is None:
+        raise ScenarioError(f"traffic[{gi}].table: needs columns 'start' and 'size' "
+                            f"(got {', '.join(sorted(cols))})")
+    start = table[c_start]
+    if pa.types.is_timestamp(start.type):
+        start = start.cast(pa.timestamp("ns")).cast(pa.int64())
+    start = np.asarray(start.to_numpy(zero_copy_only=False), dtype=np.int64)
+    size = np.asarray(table[c_size].to_numpy(zero_copy_only=False), dtype=np.float64)
+    if c_rtt is not None:
+        rtt = np.asarray(table[c_rtt].cast(pa.float64()).fill_null(float("nan"))
+                         .to_numpy(zero_copy_only=False), dtype=np.float64)
+    else:
+        rtt = np.full(len(start), np.nan)
+    if len(start) == 0:
+        raise ScenarioError(f"traffic[{gi}].table: no flows")
+    start = start - start.min()
+    size = np.where(np.isfinite(size) & (size > 0), size, 1).astype(np.int64)
+    return start, size, rtt
+
+
+def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_dir=None) -> Result:
+    """Run a scenario (path, TOML text, dict or Scenario) and return a :class:`Result`.
+
+    ``flows``: a flows table (Arrow/Polars) or {group index: table} for ``kind = "trace"`` groups.
+    ``progress(now_s, duration_s)`` is called periodically. Pcaps of links with ``pcap = true``
+    go to ``pcap_dir`` (default: a temporary directory that ``Result.write`` copies from).
+    """
+    sc = load_scenario(scenario, overrides, seed)
+    if pcap_dir is None:
+        pcap_dir = tempfile.mkdtemp(prefix="traceflow-sim-")
+    Path(pcap_dir).mkdir(parents=True, exist_ok=True)
+    scale = {}
+    iterate = {gi: t.size for gi, t in enumerate(sc.traffic)
+               if t.kind == "files" and t.size.normalize == "iterate"}
+    rounds = max([sd.iterations for sd in iterate.values()], default=1)
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        built = Built(sc, pcap_dir, flows, scale)
+        built.finalize_sizes()
+        built.run(progress)
+        wall = time.perf_counter() - t0
+        if not iterate or r == rounds - 1:
+            break
+        done = True
+        for gi, sd in iterate.items():
+            k_now = next(rec[4] for rec in built.file_apps if rec[0] == gi)
+            m = built.realized_mean(gi)
+            if not np.isfinite(m) or m <= 0:
+                continue
+            if abs(m / sd.mean - 1) > 0.01:
+                done = False
+            scale[gi] = k_now * sd.mean / m
+        if done:
+            break
+    return summarize(built, wall, pcap_dir)

@@ -1,0 +1,195 @@
+# Applications that drive the transports (no Python call per packet or per transfer).
+#   InfiniteApp   greedy TCP transfer / greedy UDP from ``start``
+#   FileApp       request -> transfer -> idle (exponential) cycles; sizes presampled (Pareto,
+#                 exponential, empirical), continued with the C RNG if the run outlasts them
+#   PoissonApp    packets handed to TCP (app-limited) or UDP at Poisson times
+#   OnOffApp      uniform on/idle periods; each on period is a new TCP connection / UDP burst
+#   ScheduledApp  transfers at given times (trace-driven flows)
+
+cdef enum:
+    APP_EV_START = 1
+    APP_EV_REQUEST = 2
+    APP_EV_PACKET = 3
+    APP_EV_OFF = 4
+
+cdef enum:
+    DIST_PARETO = 0
+    DIST_EXPONENTIAL = 1
+    DIST_EMPIRICAL = 2
+    DIST_FIXED = 3
+
+
+cdef class App(Component):
+    cdef public TcpSender tcp
+    cdef public UdpSource udp
+    cdef public Rng rng
+    cdef readonly int64_t requests, requested_bytes
+
+    def set_rng(self, state):
+        rng_seed(&self.rng, state)
+
+    def start(self, int64_t at):
+        self.sim.schedule(at, self, APP_EV_START, NULL, 0)
+
+    cdef void transfer_done(self, int32_t flow, int64_t now) except *:
+        """The receiver has the whole transfer (TCP) / the sender sent its last packet (UDP)."""
+        pass
+
+    cdef void sender_done(self, TcpSender s, int64_t now) except *:
+        """The TCP sender got the last ACK of a transfer."""
+        pass
+
+    cdef void _begin(self, int64_t nbytes, int64_t now) except *:
+        self.requests += 1
+        if nbytes > 0:
+            self.requested_bytes += nbytes
+        if self.tcp is not None:
+            self.tcp.start_transfer(nbytes, now)
+        else:
+            self.udp.offer_transfer(nbytes, now)
+
+
+cdef class InfiniteApp(App):
+    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+        if self.tcp is not None:
+            self.requests += 1
+            self.tcp.start_transfer(-1, now)
+        else:
+            self.udp.set_greedy(True)
+            self.udp._kick(now)
+
+
+cdef class FileApp(App):
+    cdef double* sizes
+    cdef Py_ssize_t nsizes, idx
+    cdef public int dist
+    cdef public double alpha, k, mean
+    cdef double* emp
+    cdef Py_ssize_t nemp
+    cdef public int64_t idle_mean          # ns
+    cdef public bint first_idle            # start with an idle period (desynchronises clients)
+
+    def __dealloc__(self):
+        free(self.sizes)
+        free(self.emp)
+
+    def set_sizes(self, double[::1] sizes):
+        free(self.sizes)
+        self.nsizes = sizes.shape[0]
+        self.sizes = <double*>malloc(max(1, self.nsizes) * sizeof(double))
+        for i in range(self.nsizes):
+            self.sizes[i] = sizes[i]
+        self.idx = 0
+
+    def set_empirical(self, double[::1] values):
+        free(self.emp)
+        self.nemp = values.shape[0]
+        self.emp = <double*>malloc(max(1, self.nemp) * sizeof(double))
+        for i in range(self.nemp):
+            self.emp[i] = values[i]
+
+    @property
+    def used(self):
+        """Number of presampled sizes consumed."""
+        return self.idx
+
+    cdef int64_t _next_size(self) noexcept:
+        cdef double x
+        if self.idx < self.nsizes:
+            x = self.sizes[self.idx]
+        elif self.dist == DIST_PARETO:
+            x = rng_pareto(&self.rng, self.alpha, self.k)
+        elif self.dist == DIST_EXPONENTIAL:
+            x = rng_exponential(&self.rng, self.mean)
+        elif self.dist == DIST_EMPIRICAL and self.nemp > 0:
+            x = self.emp[<Py_ssize_t>(rng_uniform(&self.rng) * self.nemp)]
+        else:
+            x = self.mean
+        self.idx += 1
+        x = floor(x + 0.5)
+        return <int64_t>(x if x >= 1.0 else 1.0)
+
+    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+        if kind == APP_EV_START and self.first_idle:
+            self._idle(now)
+        else:
+            self._begin(self._next_size(), now)
+
+    cdef void _idle(self, int64_t now) except *:
+        cdef int64_t d = <int64_t>rng_exponential(&self.rng, <double>self.idle_mean)
+        self.sim.schedule(now + d, self, APP_EV_REQUEST, NULL, 0)
+
+    cdef void transfer_done(self, int32_t flow, int64_t now) except *:
+        self._idle(now)
+
+
+cdef class PoissonApp(App):
+    cdef public int64_t mean_gap               # ns between packets
+    cdef int64_t supplied
+
+    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+        if kind == APP_EV_START and self.tcp is not None:
+            self.requests += 1
+            self.tcp.start_transfer(-1, now)
+            self.tcp.app_limit(0, now)
+        elif kind == APP_EV_PACKET:
+            if self.tcp is not None:
+                self.supplied += 1
+                self.tcp.app_limit(self.supplied, now)
+            else:
+                self.udp.offer(1, now)
+        self.sim.schedule(now + <int64_t>rng_exponential(&self.rng, <double>self.mean_gap), self,
+                          APP_EV_PACKET, NULL, 0)
+
+
+cdef class OnOffApp(App):
+    cdef public int64_t on_lo, on_hi, off_lo, off_hi   # ns, uniform on [lo, hi]
+
+    cdef inline int64_t _uniform(self, int64_t lo, int64_t hi) noexcept:
+        return lo + <int64_t>(rng_uniform(&self.rng) * (hi - lo))
+
+    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+        if kind == APP_EV_START or kind == APP_EV_REQUEST:
+            self.requests += 1
+            if self.tcp is not None:
+                self.tcp.start_transfer(-1, now)
+            else:
+                self.udp.set_greedy(True)
+                self.udp._kick(now)
+            self.sim.schedule(now + self._uniform(self.on_lo, self.on_hi), self, APP_EV_OFF,
+                              NULL, 0)
+        elif kind == APP_EV_OFF:
+            if self.tcp is not None:
+                self.tcp.app_close(now)
+            else:
+                self.udp.set_greedy(False)
+            self.sim.schedule(now + self._uniform(self.off_lo, self.off_hi), self,
+                              APP_EV_REQUEST, NULL, 0)
+
+
+cdef class ScheduledApp(App):
+    """Transfers of given sizes at given times (a trace's flows); queued if one is still open."""
+    cdef int64_t* times
+    cdef int64_t* nbytes
+    cdef Py_ssize_t n
+
+    def __dealloc__(self):
+        free(self.times)
+        free(self.nbytes)
+
+    def set_schedule(self, int64_t[::1] times, int64_t[::1] nbytes):
+        free(self.times)
+        free(self.nbytes)
+        self.n = times.shape[0]
+        self.times = <int64_t*>malloc(max(1, self.n) * sizeof(int64_t))
+        self.nbytes = <int64_t*>malloc(max(1, self.n) * sizeof(int64_t))
+        for i in range(self.n):
+            self.times[i] = times[i]
+            self.nbytes[i] = nbytes[i]
+
+    def start(self, int64_t at=0):
+        for i in range(self.n):
+            self.sim.schedule(self.times[i], self, APP_EV_REQUEST, NULL, i)
+
+    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+        self._begin(self.nbytes[arg], now)

@@ -1,0 +1,72 @@
+"""``traceflow flows`` and ``traceflow rtt`` from the command line."""
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import shared_path
+
+from traceflow.cli.flows import parse_duration
+from traceflow.cli.main import cli
+from traceflow.errors import TraceflowError
+
+
+def run(args):
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_parse_duration():
+    assert parse_duration("300") == 300 and parse_duration("300s") == 300
+    assert parse_duration("500ms") == pytest.approx(0.5) and parse_duration("5m") == 300
+    assert parse_duration("1.5h") == 5400 and parse_duration("10us") == pytest.approx(1e-5)
+    with pytest.raises(TraceflowError):
+        parse_duration("5 parsecs")
+
+
+def test_flows_and_rtt_commands(tmp_path):
+    cap = shared_path("captures", "sanders_http_espn.pcapng")
+    out = tmp_path / "flows.parquet"
+    summary = json.loads(run(["flows", str(cap), "-o", str(out), "--idle-timeout", "60s",
+                              "--json"]))
+    table = pl.read_parquet(out)
+    assert summary["flows"] == table.height and summary["output"] == str(out)
+    assert summary["tcp"]["connections"] == table.filter(pl.col("proto") == 6).height == 25
+    assert sum(summary["tcp"]["by_close"].values()) == 25
+    assert [r["threshold"] for r in summary["tcp"]["short_lived"]] == [50, 100, 200]
+    text = run(["flows", str(out)])                        # a flows table passes through
+    assert text.startswith(f"{table.height} flows (25 TCP)")
+    rtt = json.loads(run(["rtt", str(out), "--classes", "5ms,30ms", "--column", "rtt_handshake",
+                          "--bins", "8", "--json"]))
+    assert rtt["quantiles"]["n"] == table["rtt_handshake"].drop_nulls().len()
+    assert rtt["classes"]["boundaries"] == [0.005, 0.03] and sum(rtt["classes"]["counts"]) == 25
+    assert sum(row["count"] for row in rtt["spectrum"]) == 25
+    text = run(["rtt", str(cap), "--bins", "5"])
+    assert "RTT classes (gmm-bic)" in text and "spectrum" in text
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["flows", "missing.pcap"], "missing.pcap"),
+    (["rtt", "missing.parquet"], "missing.parquet"),
+    (["flows", "--idle-timeout", "5 parsecs", "x.pcap"], "bad duration"),
+    (["rtt", "--classes", "fast,slow", "x.parquet"], "--classes"),
+])
+def test_errors_are_one_line(args, needle):
+    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", *args],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_not_a_table_is_an_input_error(tmp_path):
+    junk = tmp_path / "junk.parquet"
+    pl.DataFrame({"x": [1]}).write_parquet(junk)
+    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "flows", str(junk),
+                           "-o", str(tmp_path / "out.parquet")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "neither a packets nor a flows table" in proc.stderr
+    assert not (tmp_path / "out.parquet").exists()

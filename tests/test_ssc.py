@@ -1,0 +1,147 @@
+"""TCP-MT's SSC module attached to the simulator's TCP flavors (sim/ssc.pxi, sim/ssc.py)."""
+import numpy as np
+import polars as pl
+import pytest
+
+from traceflow.errors import ScenarioError
+
+sim = pytest.importorskip("traceflow.sim")
+ssc = pytest.importorskip("traceflow.sim.ssc")
+
+FLAVORS = ["tahoe", "reno", "newreno", "vegas", "rate"]
+
+
+def scenario(cc="reno", hook=None, duration=60.0, extra_delay=0.05, seed=3):
+    """8 Pareto file clients and one infinite TCP source on a 10 Mb/s, 50-packet bottleneck."""
+    tcp = {"cc": cc}
+    if hook is not None:
+        tcp["hook"] = hook
+    return {
+        "simulation": {"duration": duration, "seed": seed, "queue_sample": 0.0},
+        "topology": {"kind": "dumbbell", "left": 9, "right": 2,
+                     "bottleneck": {"rate": 10e6, "delay": 0.005,
+                                    "queue": {"kind": "droptail", "limit": 50}},
+                     "access": {"rate": 10e6, "delay": 0.005}},
+        "traffic": [
+            {"kind": "files", "src": "l[0-7]", "dst": "r0", "count": 8, "idle": 0.5,
+             "size": {"dist": "pareto", "alpha": 1.05, "mean": 100e3, "normalize": "presample"}},
+            {"kind": "infinite", "src": "l8", "dst": "r1", "extra_delay": extra_delay, "tcp": tcp},
+        ],
+    }
+
+
+def run(sc):
+    ssc.collect()
+    res = sim.run(sc)
+    return res, ssc.collect()
+
+
+def same(a, b):
+    """Same run: summary (but wall time and event count: the hook timer adds events), per-flow and
+    per-transfer tables."""
+    drop = ("wall_s", "events")
+    sa = {k: v for k, v in a.summary.items() if k not in drop}
+    sb = {k: v for k, v in b.summary.items() if k not in drop}
+    # polars equality treats NaN (unfinished transfers' duration) as equal to NaN
+    return (sa == sb and pl.from_arrow(a.flows).equals(pl.from_arrow(b.flows))
+            and pl.from_arrow(a.transfers).equals(pl.from_arrow(b.transfers)))
+
+
+@pytest.mark.parametrize("cc", FLAVORS)
+def test_slope_a_reproduces_the_plain_flavor_bit_for_bit(cc):
+    plain, _ = run(scenario(cc))
+    off, hooks_off = run(scenario(cc, {"kind": "ssc", "mode": "off"}))
+    fixed, hooks_fixed = run(scenario(cc, {"kind": "ssc", "metacontrol": False, "A": 1.0,
+                                           "couple": "ca"}))
+    assert same(off, plain)
+    assert same(fixed, plain)
+    # the module was there and observing: one trace block per T_L = 2 s
+    (trace,) = [h.trace() for h in hooks_fixed.values()]
+    assert trace["t"].size == 29 and np.all(trace["xi"] == 1.0) and np.all(trace["A"] == 1.0)
+    assert set(np.unique(trace["L1"])) <= set(range(1, 9)) and trace["L1"].min() >= 1
+    (trace_off,) = [h.trace() for h in hooks_off.values()]
+    np.testing.assert_array_equal(trace_off["gamma"], trace["gamma"])
+    # reliable throughput in the trace matches the simulator's own goodput counter (in-order bytes)
+    flows = plain.flows.to_pydict()
+    good = flows["goodput_bytes"][flows["kind"].index("infinite")] * 8
+    assert trace["gamma"].sum() <= good < trace["gamma"].sum() + 2 * 8e6  # last partial block
+
+
+@pytest.mark.parametrize("cc", ["reno", "vegas", "rate"])
+def test_ssc_sets_xi_by_the_inverse_linear_schedule(cc):
+    res, hooks = run(scenario(cc, {"kind": "ssc", "metacontrol": False, "A": 4.0}, duration=120.0))
+    (hook,) = hooks.values()
+    tr = hook.trace()
+    h, a, A = 8, 1.0, 4.0
+    np.testing.assert_allclose(tr["xi"], (A - a) / (h - 1) * (h - tr["L2hat"]) + a)
+    assert tr["xi"].min() >= a and tr["xi"].max() <= A and tr["xi"].max() > a
+    assert np.all((tr["L2hat"] >= 1) & (tr["L2hat"] <= h))
+    plain, _ = run(scenario(cc, duration=120.0))
+    assert not same(res, plain)
+
+
+def test_metacontrol_trace_and_floor():
+    _, hooks = run(scenario("reno", {"kind": "ssc", "nu": 0.25}, duration=200.0))
+    tr = next(iter(hooks.values())).trace()
+    assert tr["A"][0] == pytest.approx(1.25)  # A(0) = a, first move upward by nu
+    assert tr["A"].min() >= 1.0 and np.ptp(tr["A"]) > 0
+    steps = np.abs(np.diff(tr["A"]))
+    assert np.all((np.isclose(steps, 0.25)) | (steps < 0.25))  # never more than nu per block
+
+
+def test_warmup_keeps_default_slope_then_enables():
+    _, hooks = run(scenario("reno", {"kind": "ssc", "metacontrol": False, "A": 4.0, "warmup": 30.0},
+                            duration=90.0))
+    tr = next(iter(hooks.values())).trace()
+    t = tr["t"] / 1e9
+    assert np.all(tr["xi"][t < 30.0] == 1.0)
+    assert tr["xi"][t >= 30.0].max() > 1.0
+
+
+def test_a_priori_table_is_used_and_not_updated():
+    _, hooks = run(scenario("reno", {"kind": "ssc", "metacontrol": False, "A": 4.0}, duration=60.0))
+    prior = ssc.export_prior(next(iter(hooks.values())))
+    hook = {"kind": "ssc", "metacontrol": False, "A": 4.0, "learn": False, "table": prior["condprob"],
+            "norm": "fixed", "lo": prior["lo"], "hi": prior["hi"]}
+    _, hooks2 = run(scenario("reno", hook, duration=60.0, seed=9))
+    after = ssc.export_prior(next(iter(hooks2.values())))
+    assert after == prior  # same table, same (fixed) bounds
+
+
+def test_slow_start_coupling_changes_only_timeouts_path():
+    base, hooks = run(scenario("reno", {"kind": "ssc", "mode": "off"}, duration=120.0))
+    ss, _ = run(scenario("reno", {"kind": "ssc", "metacontrol": False, "A": 4.0, "couple": "ss"},
+                         duration=120.0))
+    flows = base.flows.to_pydict()
+    assert flows["timeouts"][flows["kind"].index("infinite")] > 0
+    assert not same(ss, base)
+
+
+@pytest.mark.parametrize("hook, message", [
+    ({"kind": "ssc", "speed": 2}, "unknown key"),
+    ({"kind": "ssc", "norm": "fixed"}, "hi > lo"),
+    ({"kind": "ssc", "table": [[1, 2], [3, 4]]}, "must be 8 x 9"),
+    ({"kind": "ssc", "schedule": "cubic"}, "must be one of"),
+    ({"kind": "ssc", "metacontrol": False, "A": 0.5}, "must be >= a"),
+])
+def test_bad_ssc_parameters(hook, message):
+    from traceflow.sim.scenario import HookSpec
+
+    with pytest.raises(ScenarioError, match=message):
+        HookSpec.parse(hook, "traffic[1].tcp.hook")
+
+
+def test_ssc_from_toml_text():
+    text = """
+[simulation]
+duration = 20.0
+[topology]
+kind = "dumbbell"
+[[traffic]]
+kind = "infinite"
+tcp = {cc = "vegas", hook = {kind = "ssc", period = 1.0, levels = 4, schedule = "nonlinear"}}
+"""
+    _, hooks = run(text)
+    tr = next(iter(hooks.values())).trace()
+    assert tr["t"].size == 19
+    np.testing.assert_allclose(tr["xi"], 4 / tr["L2hat"])

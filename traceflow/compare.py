@@ -1,0 +1,451 @@
+"""Predicted against measured: the same analytics on both sides, error measures, pass/fail.
+
+A *side* is a capture (pcap/pcapng, compressed or not), a packets Parquet table, a run directory
+written by ``traceflow simulate`` / ``traceflow replay`` (``summary.json`` + the bottleneck pcap), or
+a directory of analytics outputs (``flows.parquet`` and ``series.parquet`` as written by
+``traceflow flows`` / ``traceflow series``). Every side is reduced to the same :class:`Analytics`:
+the link series of the data direction (bytes per 10 ms bin) and the flow table, computed by the same
+code whether the traffic was measured or simulated.
+
+Metrics (name → error measure; default tolerance in :data:`DEFAULT_TOLERANCES`):
+
+``throughput``        data-direction IP bit rate over the span → relative error
+``utilization``       throughput / capacity (one capacity for both sides) → relative error
+``loss_rate``         drop counter of a run, else retransmissions / data segments → absolute error
+``retransmission_rate`` retransmitted / data segments (from the flows) → absolute error
+``fct``               mean flow completion time per size bin (the self-similarity paper's Table 1
+                      bins) → mean absolute percentage error over bins present on both sides
+``size_ks``           two-sample Kolmogorov–Smirnov distance of transfer sizes (scipy)
+``rtt_ks``            KS distance of handshake RTTs (SYN → final ACK)
+``hurst_<method>``    Hurst estimate of the 10 ms series (V-T, R/S, wavelet, Whittle) → absolute error
+``dispersion``        index of dispersion (bytes) at 10 ms … 100 s → RMS of log10 ratios
+``levels``            conditional-level tables (h = 8, quantile map, 1 s blocks) → total-variation
+                      distance between the joint level-pair distributions
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from scipy import stats
+from sklearn.metrics import mean_absolute_percentage_error
+
+from traceflow.errors import InputFormatError, TraceflowError
+
+#: Flow-size bins of Park, Kim & Crovella (1997), Table 1 (bytes, inclusive).
+SIZE_BINS = ((0, 700), (701, 1000), (1001, 2000), (2001, 4000), (4001, 8000), (8001, 16000),
+             (16001, 64000), (64001, math.inf))
+BIN_NS = 10_000_000
+HURST_METHODS = ("vt", "rs", "wavelet", "whittle")
+LEVEL_SCALE_S = 1.0
+LEVELS_H = 8
+
+#: metric -> (error measure, default tolerance); a metric passes when its error <= tolerance.
+DEFAULT_TOLERANCES = {
+    "throughput": ("relative", 0.15),
+    "utilization": ("relative", 0.15),
+    "loss_rate": ("absolute", 0.05),
+    "retransmission_rate": ("absolute", 0.05),
+    "fct": ("mape", 0.5),
+    "size_ks": ("ks", 0.1),
+    "rtt_ks": ("ks", 0.3),
+    **{f"hurst_{m}": ("absolute", 0.1) for m in HURST_METHODS},
+    "dispersion": ("rms_log10", 0.3),
+    "levels": ("total_variation", 0.3),
+}
+
+
+def size_bin_labels():
+    return [f"<={hi}" if lo == 0 else (f">={lo}" if math.isinf(hi) else f"{lo}-{hi}")
+            for lo, hi in SIZE_BINS]
+
+
+@dataclass
+class Analytics:
+    """What a side reduces to. ``series``: bytes per 10 ms bin (data direction, float64);
+    ``sizes``/``fct``/``rtt``: per-flow transfer size (bytes), completion time (s), handshake RTT
+    (s) of complete TCP transfers; ``run_loss_rate``: the bottleneck's drop fraction of a run."""
+    source: str
+    kind: str
+    duration_s: float
+    data_bytes: int
+    data_segments: int
+    retransmissions: int
+    series: np.ndarray
+    sizes: np.ndarray
+    fct: np.ndarray
+    rtt: np.ndarray
+    capacity_bps: float | None = None
+    run_loss_rate: float | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def throughput_bps(self):
+        return 8.0 * self.data_bytes / self.duration_s if self.duration_s > 0 else math.nan
+
+    @property
+    def loss_rate(self):
+        if self.run_loss_rate is not None:
+            return self.run_loss_rate
+        return self.retransmission_rate
+
+    @property
+    def loss_source(self):
+        return "drops" if self.run_loss_rate is not None else "retransmissions"
+
+    @property
+    def retransmission_rate(self):
+        return self.retransmissions / self.data_segments if self.data_segments else math.nan
+
+
+# ------------------------------------------------------------------------------------ sides
+
+def data_direction(packets):
+    """Packets sent by the data sender of their TCP connection (plus every non-TCP packet)."""
+    from traceflow.hosts import connections
+
+    df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
+    tcp = connections(df)
+    keep = ["ts", "ip_len", "payload_len"]
+    out = tcp.filter(pl.col("sender")).select(keep)
+    other = df.filter(pl.col("proto") != 6).select(keep)
+    return pl.concat([out, other]).sort("ts")
+
+
+def analytics_from_packets(packets, *, source="", kind="packets", capacity_bps=None,
+                           start_ns=None, end_ns=None):
+    """:class:`Analytics` of a packets table (the same code for measured and simulated traffic).
+
+    ``start_ns``/``end_ns`` restrict the span (a run's configured duration, say)."""
+    from traceflow.flows import flows as build_flows
+
+    df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
+    if start_ns is not None or end_ns is not None:
+        ts = pl.col("ts").cast(pl.Int64)
+        df = df.filter((ts >= (start_ns or 0)) & (ts < (end_ns or np.iinfo(np.int64).max)))
+    if df.height == 0:
+        raise InputFormatError("no packets to analyse", path=source or None)
+    data = data_direction(df)
+    t = df["ts"].cast(pl.Int64)
+    lo = int(start_ns) if start_ns is not None else int(t.min())
+    hi = int(end_ns) if end_ns is not None else int(t.max()) + 1
+    series = _bin(data["ts"].cast(pl.Int64).to_numpy(), data["ip_len"].cast(pl.Int64).to_numpy(), lo, hi)
+    fl = build_flows(df)
+    return analytics_from_flows(fl, series, duration_s=(hi - lo) / 1e9, source=source, kind=kind,
+                                capacity_bps=capacity_bps)
+
+
+def _bin(ts, size, lo, hi, width=BIN_NS):
+    n = max(1, -(-(hi - lo) // width))
+    idx = np.clip((ts - lo) // width, 0, n - 1)
+    return np.bincount(idx, weights=size, minlength=n).astype(np.float64)
+
+
+def transfers(flows):
+    """Complete TCP transfers of a flow table: size (bytes of the larger direction), completion
+    time (s), handshake RTT (s), packets (both directions); flows cut by the capture edges (no SYN
+    or no FIN/RST) excluded."""
+    fl = flows.filter((pl.col("proto") == 6) & (pl.col("handshake") == "complete")
+                      & pl.col("close").is_in(["FIN", "RST"]))
+    size = pl.max_horizontal("app_bytes_c2s", "app_bytes_s2c")
+    return fl.select(size=size.cast(pl.Float64),
+                     fct=pl.col("duration").dt.total_nanoseconds().cast(pl.Float64) / 1e9,
+                     rtt=pl.col("rtt_handshake"), packets=pl.col("packets")).filter(pl.col("size") > 0)
+
+
+def analytics_from_flows(flows, series, *, duration_s, source="", kind="analytics",
+                         capacity_bps=None):
+    """:class:`Analytics` from a flow table and a bytes-per-10-ms series (1-D array)."""
+    tr = transfers(flows)
+    c2s = pl.col("app_bytes_c2s") > pl.col("app_bytes_s2c")
+    seg = flows.select(
+        data=pl.when(c2s).then(pl.col("packets_c2s")).otherwise(pl.col("packets_s2c")).sum(),
+        retx=pl.col("retransmissions").sum())
+    series = np.asarray(series, dtype=np.float64)
+    return Analytics(
+        source=source, kind=kind, duration_s=float(duration_s),
+        data_bytes=int(series.sum()), data_segments=int(seg["data"][0] or 0),
+        retransmissions=int(seg["retx"][0] or 0), series=series,
+        sizes=tr["size"].to_numpy(), fct=tr["fct"].to_numpy(),
+        rtt=tr["rtt"].drop_nulls().to_numpy(), capacity_bps=capacity_bps)
+
+
+def load_side(path, *, capacity_bps=None):
+    """Reduce one side (capture, packets Parquet, run directory, analytics directory) to
+    :class:`Analytics`."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceflowError("no such file or directory", path=path)
+    if path.is_dir():
+        if (path / "summary.json").exists():
+            return _run_side(path, capacity_bps)
+        if (path / "flows.parquet").exists() and (path / "series.parquet").exists():
+            return _analytics_dir_side(path, capacity_bps)
+        raise InputFormatError("directory is neither a run (summary.json) nor analytics outputs "
+                               "(flows.parquet + series.parquet)", path=path)
+    from traceflow.flows import input_kind
+
+    kind = input_kind(path)
+    if kind == "flows":
+        raise InputFormatError("a flows table alone has no link series: give a directory with "
+                               "flows.parquet and series.parquet, a capture or a run", path=path)
+    if kind == "packets":
+        return analytics_from_packets(pl.read_parquet(path), source=str(path), kind="packets",
+                                      capacity_bps=capacity_bps)
+    from traceflow.pcap.reader import read_packets
+
+    return analytics_from_packets(read_packets(path), source=str(path), kind="capture",
+                                  capacity_bps=capacity_bps)
+
+
+def _run_side(path, capacity_bps):
+    try:
+        summary = json.loads((path / "summary.json").read_text())
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(f"invalid summary.json: {exc.msg}", path=path / "summary.json") from None
+    from traceflow.pcap.reader import read_packets
+
+    a = analytics_from_packets(read_packets(run_pcap(path, summary)), source=str(path), kind="run",
+                               capacity_bps=capacity_bps or summary.get("bottleneck_rate_bps"))
+    loss = summary.get("loss_rate")
+    a.run_loss_rate = float(loss) if isinstance(loss, (int, float)) else None
+    return a
+
+
+def run_pcap(path, summary):
+    """The bottleneck capture of a run directory (``<a>-<b>.pcap`` of the bottleneck a->b)."""
+    name = (summary.get("replay") or {}).get("pcap")
+    if not name and isinstance(summary.get("bottleneck"), str):
+        name = summary["bottleneck"].replace("->", "-") + ".pcap"
+    p = path / name if name else None
+    if p is None or not p.exists():
+        raise InputFormatError("run directory has no bottleneck pcap (run with "
+                               "topology.bottleneck.pcap = true)", path=path)
+    return p
+
+
+def _analytics_dir_side(path, capacity_bps):
+    from traceflow.series import bin_width
+
+    fl = pl.read_parquet(path / "flows.parquet")
+    se = pl.read_parquet(path / "series.parquet")
+    width = bin_width(se)
+    if BIN_NS % width:
+        raise InputFormatError(f"series bin {width} ns does not divide 10 ms", path=path / "series.parquet")
+    x = se["bytes"].cast(pl.Float64).to_numpy()
+    k = BIN_NS // width
+    x = x[: x.size // k * k].reshape(-1, k).sum(axis=1)
+    return analytics_from_flows(fl, x, duration_s=x.size * BIN_NS / 1e9, source=str(path),
+                                kind="analytics", capacity_bps=capacity_bps)
+
+
+# ------------------------------------------------------------------------------------ metrics
+
+def fct_by_bin(sizes, fct):
+    """Mean completion time (s) and count per size bin (NaN where the bin is empty)."""
+    sizes, fct = np.asarray(sizes), np.asarray(fct)
+    means, counts = [], []
+    for lo, hi in SIZE_BINS:
+        sel = (sizes >= lo) & (sizes <= hi)
+        counts.append(int(sel.sum()))
+        means.append(float(fct[sel].mean()) if sel.any() else math.nan)
+    return means, counts
+
+
+def dispersion_curve(series, bin_ns=BIN_NS):
+    """Index of dispersion (variance / mean of bytes per interval) at 10 ms … 100 s, by
+    :func:`traceflow.dispersion.dispersion_curve`. Returns (scales_s, idc) as lists."""
+    from traceflow.dispersion import dispersion_curve as curve
+
+    c = curve(np.asarray(series, dtype=np.float64), bin_ns, column="bytes")
+    return c.scales_s.tolist(), c.ratio.tolist()
+
+
+def hurst_estimates(series, methods=HURST_METHODS):
+    from traceflow.hurst import estimate
+
+    x = np.asarray(series, dtype=np.float64)
+    if x.size < 256 or not np.any(x):
+        return {m: math.nan for m in methods}
+    report = estimate(x, methods)
+    return {m: float(r.H) for m, r in report.results.items()}
+
+
+def level_table(series, scale_s=LEVEL_SCALE_S, h=LEVELS_H):
+    """CondProb counts (h × (h+1)) of the series aggregated into ``scale_s`` blocks."""
+    from traceflow.levels import analyze_levels
+
+    k = max(1, int(round(scale_s / (BIN_NS / 1e9))))
+    x = np.asarray(series, dtype=np.float64)
+    blocks = x[: x.size // k * k].reshape(-1, k).sum(axis=1)
+    if blocks.size < 3:
+        return None
+    return analyze_levels(blocks, h, method="quantile", scale_s=scale_s).table
+
+
+def level_distance(t1, t2):
+    """Total-variation distance between the joint (L1, L2) distributions of two CondProb tables."""
+    if t1 is None or t2 is None:
+        return math.nan
+    a = np.asarray(t1, dtype=np.float64)[:, :-1]
+    b = np.asarray(t2, dtype=np.float64)[:, :-1]
+    if a.sum() == 0 or b.sum() == 0:
+        return math.nan
+    return float(0.5 * np.abs(a / a.sum() - b / b.sum()).sum())
+
+
+def _ks(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        return math.nan, math.nan
+    r = stats.ks_2samp(a, b)
+    return float(r.statistic), float(r.pvalue)
+
+
+def _metric(name, measured, predicted, error, tolerances, **extra):
+    measure, default = DEFAULT_TOLERANCES[name]
+    tol = tolerances.get(name, default)
+    ok = bool(np.isfinite(error) and error <= tol) if error is not None else False
+    out = {"measured": measured, "predicted": predicted, "measure": measure,
+           "error": error, "tolerance": tol, "pass": ok}
+    out.update(extra)
+    return out
+
+
+def _rel(m, p):
+    if not (np.isfinite(m) and np.isfinite(p)) or m == 0:
+        return math.nan
+    return abs(p - m) / abs(m)
+
+
+def _abs(m, p):
+    return abs(p - m) if np.isfinite(m) and np.isfinite(p) else math.nan
+
+
+def parse_tolerances(items):
+    """``["utilization=0.1", ...]`` → {metric: float}; unknown metrics or values are user errors."""
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in DEFAULT_TOLERANCES:
+            raise TraceflowError(f"bad --tol {item!r}: use METRIC=VALUE with METRIC one of "
+                                 f"{', '.join(DEFAULT_TOLERANCES)}")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise TraceflowError(f"bad --tol {item!r}: {value!r} is not a number") from None
+        if not out[name] >= 0:
+            raise TraceflowError(f"bad --tol {item!r}: tolerance must be >= 0")
+    return out
+
+
+def compare(measured: Analytics, predicted: Analytics, tolerances=None):
+    """Every metric on both sides with its error and pass/fail (a JSON-ready dict)."""
+    tolerances = tolerances or {}
+    cap = measured.capacity_bps or predicted.capacity_bps
+    metrics = {}
+    tm, tp = measured.throughput_bps, predicted.throughput_bps
+    metrics["throughput"] = _metric("throughput", tm, tp, _rel(tm, tp), tolerances, unit="bit/s")
+    um = tm / cap if cap else math.nan
+    up = tp / cap if cap else math.nan
+    metrics["utilization"] = _metric("utilization", um, up, _rel(um, up), tolerances,
+                                     capacity_bps=cap)
+    lm, lp = measured.loss_rate, predicted.loss_rate
+    metrics["loss_rate"] = _metric("loss_rate", lm, lp, _abs(lm, lp), tolerances,
+                                   source={"measured": measured.loss_source,
+                                           "predicted": predicted.loss_source})
+    rm, rp = measured.retransmission_rate, predicted.retransmission_rate
+    metrics["retransmission_rate"] = _metric("retransmission_rate", rm, rp, _abs(rm, rp), tolerances)
+
+    fm, nm = fct_by_bin(measured.sizes, measured.fct)
+    fp, np_ = fct_by_bin(predicted.sizes, predicted.fct)
+    both = [i for i in range(len(SIZE_BINS)) if np.isfinite(fm[i]) and np.isfinite(fp[i]) and fm[i] > 0]
+    mape = (float(mean_absolute_percentage_error([fm[i] for i in both], [fp[i] for i in both]))
+            if both else math.nan)
+    metrics["fct"] = _metric("fct", fm, fp, mape, tolerances, bins=size_bin_labels(),
+                             count_measured=nm, count_predicted=np_, unit="s")
+
+    ks, pv = _ks(measured.sizes, predicted.sizes)
+    metrics["size_ks"] = _metric("size_ks", _summary(measured.sizes), _summary(predicted.sizes), ks,
+                                 tolerances, pvalue=pv)
+    ks, pv = _ks(measured.rtt, predicted.rtt)
+    metrics["rtt_ks"] = _metric("rtt_ks", _summary(measured.rtt), _summary(predicted.rtt), ks,
+                                tolerances, pvalue=pv)
+
+    hm, hp = hurst_estimates(measured.series), hurst_estimates(predicted.series)
+    for m in HURST_METHODS:
+        metrics[f"hurst_{m}"] = _metric(f"hurst_{m}", hm.get(m, math.nan), hp.get(m, math.nan),
+                                        _abs(hm.get(m, math.nan), hp.get(m, math.nan)), tolerances)
+
+    sm, dm = dispersion_curve(measured.series)
+    sp, dp = dispersion_curve(predicted.series)
+    n = min(len(dm), len(dp))
+    a, b = np.asarray(dm[:n]), np.asarray(dp[:n])
+    ok = (a > 0) & (b > 0)
+    rms = float(np.sqrt(np.mean(np.log10(b[ok] / a[ok]) ** 2))) if ok.any() else math.nan
+    metrics["dispersion"] = _metric("dispersion", dm, dp, rms, tolerances, scales_s=sm[:n])
+
+    lt_m, lt_p = level_table(measured.series), level_table(predicted.series)
+    metrics["levels"] = _metric(
+        "levels", None if lt_m is None else lt_m.tolist(), None if lt_p is None else lt_p.tolist(),
+        level_distance(lt_m, lt_p), tolerances, scale_s=LEVEL_SCALE_S, h=LEVELS_H)
+
+    return {
+        "measured": _side_info(measured), "predicted": _side_info(predicted),
+        "metrics": metrics,
+        "pass": all(m["pass"] for m in metrics.values()),
+        "failed": [k for k, m in metrics.items() if not m["pass"]],
+    }
+
+
+def _summary(x):
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {"n": 0}
+    return {"n": int(x.size), "mean": float(x.mean()), "median": float(np.median(x)),
+            "p90": float(np.quantile(x, 0.9))}
+
+
+def _side_info(a: Analytics):
+    return {"source": a.source, "kind": a.kind, "duration_s": a.duration_s,
+            "capacity_bps": a.capacity_bps, "transfers": int(a.sizes.size),
+            "data_segments": a.data_segments}
+
+
+def compare_paths(measured, predicted, *, tolerances=None, capacity_bps=None):
+    """Load both sides and compare; the capacity of a run side applies to both."""
+    m = load_side(measured, capacity_bps=capacity_bps)
+    p = load_side(predicted, capacity_bps=capacity_bps)
+    if capacity_bps is None:
+        cap = p.capacity_bps or m.capacity_bps
+        m.capacity_bps = m.capacity_bps or cap
+        p.capacity_bps = p.capacity_bps or cap
+    return compare(m, p, tolerances)
+
+
+def format_table(result):
+    """A plain-text table of the comparison (one metric per line)."""
+    lines = [f"{'metric':<22}{'measured':>14}{'predicted':>14}{'error':>10}{'tol':>8}  pass"]
+    for name, m in result["metrics"].items():
+        lines.append(f"{name:<22}{_fmt(m['measured']):>14}{_fmt(m['predicted']):>14}"
+                     f"{_fmt(m['error']):>10}{_fmt(m['tolerance']):>8}  {'yes' if m['pass'] else 'NO'}")
+    return "\n".join(lines)
+
+
+def _fmt(v):
+    if isinstance(v, dict):
+        v = v.get("median", math.nan)
+    if isinstance(v, list):
+        return f"[{len(v)}]"
+    if v is None:
+        return "-"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan"
+    return f"{v:.4g}"

@@ -1,0 +1,301 @@
+"""Feng & Tinnakornsrisuphap 2000, "The adverse impact of the TCP congestion-control mechanism in
+heterogeneous computing systems": Figures 2–4 (c.o.v., throughput and loss vs number of Poisson
+clients for UDP, Reno, Reno with delayed ACK, Vegas, Reno/RED, Vegas/RED), Figures 5–12 (clients
+added to 20 or 40 Reno background clients; 50- and 1500-packet gateway buffers; RED1, RED2) and
+Figure 13 (the stochastic Reno model of section 4 vs the simulated c.o.v.).
+
+Network (Table 1): the star ``c0..c{M-1} -> gw -> srv``; client links 10 Mb/s, 25 ms; bottleneck
+50 Mb/s, 25 ms; every client hands single 1500-byte packets to its transport at Poisson times
+(mean gap 10 ms).  The c.o.v. is std/mean of the packets arriving at the gateway per round-trip
+propagation delay τ = 2(τ_c + τ_s) = 100 ms (the series bin).  Runs go through
+:func:`traceflow.parallel.map_tasks` with :func:`simulate`.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from traceflow.models.reno_cov import RenoCovParams, cov_curve, poisson_cov
+
+GATEWAY = "gw->srv"
+
+
+def _exp(spec):
+    return spec["experiment"]
+
+
+def _base(spec):
+    return {k: copy.deepcopy(v) for k, v in spec.items() if k != "experiment"}
+
+
+def _duration(exp, quick):
+    return float(exp["quick_duration"] if quick else exp["duration"])
+
+
+def _group(exp, name, count, first, cls):
+    """A traffic group of ``count`` clients c{first}.. running protocol ``name``."""
+    proto = exp["protocols"][name]
+    g = {"kind": "poisson", "rate": float(exp["client_rate"]), "dst": "srv", "cls": cls,
+         "src": [f"c{i}" for i in range(first, first + count)], "start_spread": 1.0}
+    if proto.get("transport", "tcp") == "udp":
+        g["transport"] = "udp"
+        g["udp"] = {"rate": float(exp["client_link_bps"])}
+    else:
+        g["tcp"] = {k: v for k, v in proto.items() if k not in ("transport", "gateway")}
+    return g
+
+
+def scenario(spec, groups, gateway, *, duration, seed):
+    """``groups``: list of (protocol name, client count); ``gateway``: queue table."""
+    exp = _exp(spec)
+    sc = _base(spec)
+    sc["simulation"]["duration"] = duration
+    sc["simulation"]["seed"] = int(seed)
+    total = sum(n for _, n in groups)
+    sc["topology"]["clients"] = total
+    sc["topology"]["bottleneck"]["queue"] = gateway
+    traffic, first = [], 0
+    for cls, (name, n) in enumerate(groups):
+        traffic.append(_group(exp, name, n, first, cls))
+        first += n
+    sc["traffic"] = traffic
+    return sc
+
+
+def simulate(task):
+    """Run one scenario: c.o.v. per τ at the gateway, throughput, loss, per-group results."""
+    from traceflow import sim
+
+    res = sim.run(task["scenario"])
+    sc = res.scenario
+    bin_s = sc.simulation.series_bin
+    link = res.series.column("link").to_numpy()
+    arrivals = res.series.column("arrival_packets").to_numpy()[link == GATEWAY].astype(float)
+    skip = int(round(task["warmup"] / bin_s))
+    per_tau = arrivals[skip:]
+    dur = sc.simulation.duration
+    group = res.flows.column("group").to_numpy()
+    sent = res.flows.column("sent_pkts").to_numpy()
+    dropped = res.flows.column("drop_pkts").to_numpy()
+    recv_bytes = res.flows.column("recv_bytes").to_numpy()
+    groups = []
+    for g in np.unique(group):
+        m = group == g
+        groups.append({"group": int(g), "throughput_mbps": float(recv_bytes[m].sum() * 8 / dur / 1e6),
+                       "loss_pct": float(100 * dropped[m].sum() / max(sent[m].sum(), 1))})
+    return {**task["key"],
+            "cov": float(per_tau.std() / per_tau.mean()) if per_tau.mean() > 0 else float("nan"),
+            "throughput_mbps": res.summary["throughput_bps"] / 1e6,
+            "loss_pct": 100 * res.summary["loss_rate"], "groups": groups}
+
+
+def _map(tasks, executor, workers, scheduler, label):
+    from traceflow.parallel import map_tasks
+
+    return map_tasks(simulate, tasks, executor=executor, workers=workers, scheduler=scheduler,
+                     label=label)
+
+
+def _task(spec, key, groups, gateway, *, duration, seed):
+    return {"scenario": scenario(spec, groups, gateway, duration=duration, seed=seed),
+            "warmup": float(_exp(spec)["warmup"]), "key": {**key, "seed": int(seed)}}
+
+
+def _gateway(exp, name):
+    return copy.deepcopy(exp["gateways"][name])
+
+
+def model_params(spec):
+    """The Table 1 parameters of the scenario as :class:`RenoCovParams`."""
+    exp = _exp(spec)
+    topo = spec["topology"]
+    return RenoCovParams(client_delay_s=topo["access"]["delay"],
+                         bottleneck_delay_s=topo["bottleneck"]["delay"],
+                         bottleneck_bps=topo["bottleneck"]["rate"],
+                         buffer_packets=exp["gateways"]["fifo"]["limit"],
+                         packet_bytes=spec["simulation"]["mss"] + spec["simulation"]["tcp_header"],
+                         rate_pps=exp["client_rate"], max_window=spec["tcp"]["rwnd"],
+                         duration_s=exp["duration"], warmup_s=exp["warmup"])
+
+
+# ---- output helpers ---------------------------------------------------------------------------
+
+def _save_table(df, out_dir, name):
+    df.write_parquet(Path(out_dir) / name)
+    return name
+
+
+def _figure(nrows=1, ncols=1, **kw):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt.subplots(nrows, ncols, **kw)
+
+
+def _save_fig(fig, out_dir, name):
+    from traceflow.report.figures import save
+    save(fig, Path(out_dir) / name)
+    return name
+
+
+def _row(quantity, paper, ours, agree, note=""):
+    return {"quantity": quantity, "paper": paper, "ours": ours,
+            "agree": None if agree is None else bool(agree), "note": note}
+
+
+# ---- Figures 2-4 ------------------------------------------------------------------------------
+
+def protocols(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
+    """Figs. 2–4: c.o.v., throughput and loss vs number of clients for each protocol/gateway."""
+    exp = _exp(spec)
+    duration = _duration(exp, quick)
+    clients = exp["quick_clients"] if quick else exp["clients"]
+    variants = exp["quick_variants"] if quick else exp["variants"]
+    tasks = [_task(spec, {"variant": v, "clients": int(m)}, [(exp["variants_map"][v][0], int(m))],
+                   _gateway(exp, exp["variants_map"][v][1]), duration=duration, seed=exp["seed"])
+             for v in variants for m in clients]
+    rows = _map(tasks, executor, workers, scheduler, "burst-protocols")
+    df = pl.DataFrame([{k: v for k, v in r.items() if k != "groups"} for r in rows])
+    df = df.with_columns(poisson_cov=pl.Series(poisson_cov(df["clients"].to_numpy(),
+                                                           model_params(spec))))
+    table = _save_table(df, out_dir, "burst_protocols.parquet")
+    fig, axes = _figure(1, 3, figsize=(15, 4))
+    for ax, col, label in ((axes[0], "cov", "c.o.v. per RTT"),
+                           (axes[1], "throughput_mbps", "throughput (Mb/s)"),
+                           (axes[2], "loss_pct", "packet loss (%)")):
+        for v in variants:
+            d = df.filter(pl.col("variant") == v).sort("clients")
+            ax.plot(d["clients"], d[col], "o-", ms=3, label=v)
+        if col == "cov":
+            d = df.filter(pl.col("variant") == variants[0]).sort("clients")
+            ax.plot(d["clients"], d["poisson_cov"], "k--", label="Poisson")
+        ax.set_xlabel("number of clients M")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=7)
+    figure = _save_fig(fig, out_dir, "burst_protocols.png")
+    paper = exp.get("paper", {})
+
+    def excess(v, lo, hi):
+        d = df.filter((pl.col("variant") == v) & pl.col("clients").is_between(lo, hi))
+        return float((d["cov"] / d["poisson_cov"]).max() - 1) if d.height else float("nan")
+
+    comparison = []
+    for v in variants:
+        e_mod = excess(v, 10, 38)
+        e_heavy = excess(v, 39, 1000)
+        comparison.append(_row(f"{v}: c.o.v. above Poisson, moderate congestion (10-38 clients)",
+                               paper.get("moderate_excess", {}).get(v), round(e_mod, 2), None,
+                               "max relative excess; paper: TCP up to +50 %, UDP ≈ Poisson"))
+        comparison.append(_row(f"{v}: c.o.v. above Poisson, heavy congestion (>38 clients)",
+                               paper.get("heavy_excess", {}).get(v), round(e_heavy, 2),
+                               None if v not in paper.get("heavy_excess", {}) else
+                               e_heavy >= 0.5 * paper["heavy_excess"][v]))
+    if "UDP" in variants:
+        e = excess("UDP", 0, 1000)
+        comparison.append(_row("UDP c.o.v. vs Poisson (max relative excess)", "≈ 0", round(e, 2),
+                               abs(e) < 0.25))
+    if "Reno" in variants and "Vegas" in variants:
+        heavy = df.filter(pl.col("clients") > 38)
+        reno = heavy.filter(pl.col("variant") == "Reno")["cov"].mean()
+        vegas = heavy.filter(pl.col("variant") == "Vegas")["cov"].mean()
+        comparison.append(_row("heavy congestion: Vegas c.o.v. below Reno", "yes",
+                               f"{vegas:.3f} vs {reno:.3f}", vegas < reno))
+    return {"figures": [figure], "tables": {"protocols": table}, "comparison": comparison,
+            "text": (f"Clients {list(clients)}; {duration} s per run, c.o.v. over τ = 0.1 s bins "
+                     f"after {exp['warmup']} s. Capacity is reached at ~41 clients.")}
+
+
+# ---- Figures 5-12 -----------------------------------------------------------------------------
+
+def background(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
+    """Figs. 5–12: throughput and loss of clients added to a Reno background, per gateway."""
+    exp = _exp(spec)
+    duration = _duration(exp, quick)
+    added = exp["quick_added"] if quick else exp["added"]
+    bg = int(exp["background"])
+    tasks = []
+    for case in exp["cases"]:
+        for proto in case["protocols"]:
+            for n in added:
+                tasks.append(_task(spec, {"buffer": int(case["buffer"]), "gateway": case["gateway"],
+                                          "protocol": proto, "added": int(n)},
+                                   [("Reno", bg), (proto, int(n))], _gateway(exp, case["gateway"]),
+                                   duration=duration, seed=exp["seed"]))
+    rows = _map(tasks, executor, workers, scheduler, "burst-background")
+    df = pl.DataFrame([{**{k: v for k, v in r.items() if k != "groups"},
+                        "added_throughput_mbps": r["groups"][1]["throughput_mbps"],
+                        "added_loss_pct": r["groups"][1]["loss_pct"],
+                        "background_loss_pct": r["groups"][0]["loss_pct"]} for r in rows])
+    table = _save_table(df, out_dir, f"burst_background{bg}.parquet")
+    figures = []
+    for buf in sorted(set(df["buffer"].to_list())):
+        fig, axes = _figure(1, 2, figsize=(10, 4))
+        d_buf = df.filter(pl.col("buffer") == buf)
+        for (proto, gw), d in d_buf.group_by(["protocol", "gateway"], maintain_order=True):
+            d = d.sort("added")
+            lab = f"{proto}/{gw}"
+            axes[0].plot(d["added"], d["added_throughput_mbps"], "o-", ms=3, label=lab)
+            axes[1].plot(d["added"], d["added_loss_pct"], "o-", ms=3, label=lab)
+        axes[0].set_ylabel("throughput of added clients (Mb/s)")
+        axes[1].set_ylabel("loss of added clients (%)")
+        for ax in axes:
+            ax.set_xlabel(f"added clients (background {bg} Reno, buffer {buf})")
+        axes[0].legend(fontsize=7)
+        figures.append(_save_fig(fig, out_dir, f"burst_background{bg}_buffer{buf}.png"))
+    comparison = []
+    for (buf, gw), d in df.group_by(["buffer", "gateway"], maintain_order=True):
+        loss = {p: float(x["added_loss_pct"].mean()) for (p,), x in d.group_by(["protocol"])}
+        if "Reno" in loss and "Vegas" in loss:
+            comparison.append(_row(f"added Vegas loss below added Reno (buffer {buf}, {gw})", "yes",
+                                   f"{loss['Vegas']:.2f} % vs {loss['Reno']:.2f} %",
+                                   loss["Vegas"] < loss["Reno"], "mean over the added-client counts"))
+    return {"figures": figures, "tables": {f"background{bg}": table}, "comparison": comparison,
+            "text": (f"{bg} Reno background clients plus {list(added)} added clients; gateways "
+                     f"{[c['gateway'] for c in exp['cases']]}; {duration} s per run.")}
+
+
+# ---- Figure 13 --------------------------------------------------------------------------------
+
+def model(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
+    """Fig. 13: c.o.v. of the stochastic model (eqs. 1–4) vs simulated Reno traffic."""
+    exp = _exp(spec)
+    duration = _duration(exp, quick)
+    clients = exp["quick_clients"] if quick else exp["clients"]
+    tasks = [_task(spec, {"clients": int(m)}, [("Reno", int(m))], _gateway(exp, "fifo"),
+                   duration=duration, seed=exp["seed"]) for m in clients]
+    sims = _map(tasks, executor, workers, scheduler, "burst-model")
+    params = model_params(spec)
+    curve = cov_curve(clients, params, replications=int(exp.get("model_replications", 8)),
+                      seed=int(exp["seed"]))
+    df = pl.DataFrame({"clients": curve["clients"], "model_cov": curve["model_cov"],
+                       "simulated_cov": [r["cov"] for r in sims],
+                       "poisson_cov": curve["poisson_cov"]})
+    table = _save_table(df, out_dir, "burst_model.parquet")
+    fig, ax = _figure(figsize=(6, 4))
+    ax.plot(df["clients"], df["simulated_cov"], "o-", label="simulated Reno (measured)")
+    ax.plot(df["clients"], df["model_cov"], "s--", label="stochastic model (predicted)")
+    ax.plot(df["clients"], df["poisson_cov"], "k:", label="Poisson")
+    ax.set_xlabel("number of clients M")
+    ax.set_ylabel("c.o.v. per RTT")
+    ax.legend(fontsize=8)
+    figure = _save_fig(fig, out_dir, "burst_model.png")
+    light = df.filter(pl.col("clients") < 38)
+    heavy = df.filter(pl.col("clients") > 41)
+    r = float(np.corrcoef(df["model_cov"], df["simulated_cov"])[0, 1]) if df.height > 2 else float("nan")
+    comparison = [
+        _row("model follows the simulated trend (correlation)", "closely follows",
+             round(r, 3), r > 0.7 if np.isfinite(r) else None),
+        _row("model overestimates c.o.v. under heavy load (model / simulated)", "overestimates",
+             round(float((heavy["model_cov"] / heavy["simulated_cov"]).mean()), 2) if heavy.height else None,
+             bool((heavy["model_cov"] > heavy["simulated_cov"]).all()) if heavy.height else None),
+        _row("light load: model / simulated", "≈ 1",
+             round(float((light["model_cov"] / light["simulated_cov"]).mean()), 2) if light.height else None,
+             bool(((light["model_cov"] / light["simulated_cov"]) - 1).abs().max() < 0.25) if light.height else None),
+    ]
+    return {"figures": [figure], "tables": {"model": table}, "comparison": comparison,
+            "text": (f"Model: γ = {params.gamma:.1f} packets per τ = {params.tau} s, window ≤ "
+                     f"{params.max_window}; {int(exp.get('model_replications', 8))} model "
+                     f"replications; simulation {duration} s per point.")}

@@ -1,0 +1,461 @@
+"""Map independent tasks over a local process pool or a Dask cluster.
+
+Independent work (sweep cells, replications, capture files) goes through one of two executors:
+
+* ``"local"`` (default): a :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn``
+  start method on this machine; ``workers=1`` runs the tasks inline in this process.
+* ``"dask"``: ``distributed.Client(scheduler)`` for a running cluster (``tcp://host:8786``), or a
+  ``distributed.LocalCluster`` of ``workers`` single-threaded processes when no address is given.
+
+Task functions must be importable top-level functions (they are pickled by reference) and their
+items and results picklable. A failing task is retried ``retries`` times; a worker process that
+dies takes its tasks with it, and they are resubmitted (the local pool is rebuilt, Dask reschedules
+them by itself). Results never depend on which worker ran a task or in which order tasks finished.
+"""
+import contextlib
+import glob
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import traceback
+import uuid
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from traceflow.errors import TraceflowError
+
+EXECUTORS = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The end of one task: ``value`` on success, else ``error`` (``"Type: message"``)."""
+
+    index: int
+    value: object = None
+    error: str | None = None
+    traceback: str | None = None
+    attempts: int = 1
+
+    @property
+    def ok(self):
+        return self.error is None
+
+
+class TaskError(TraceflowError):
+    """A task still failed after its retries; ``outcome`` holds the error and its traceback."""
+
+    exit_code = 1
+
+    def __init__(self, outcome, label=None):
+        self.outcome = outcome
+        what = f"{label} task" if label else "task"
+        super().__init__(f"{what} {outcome.index} failed after {outcome.attempts} attempt(s): "
+                         f"{outcome.error}")
+
+
+def default_workers():
+    """Number of CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_executor(executor, workers=None, scheduler=None):
+    """Validate executor options; raise :class:`TraceflowError` for bad ones."""
+    if executor not in EXECUTORS:
+        raise TraceflowError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+    if workers is not None and workers < 1:
+        raise TraceflowError(f"--workers must be at least 1 (got {workers})")
+    if scheduler and executor != "dask":
+        raise TraceflowError("--scheduler needs --executor dask")
+    if executor == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise TraceflowError("--executor dask needs Dask: pip install 'traceflow[dask]'") from None
+
+
+def progress_bar(total, *, label=None, enabled=True, done=0):
+    """A click progress bar on stderr (tasks done / total, ETA); a no-op when disabled or when
+    stderr is not a terminal (logs and CI output stay clean)."""
+    if not (enabled and sys.stderr.isatty()):
+        return contextlib.nullcontext(_NoBar())
+    bar = click.progressbar(length=total, label=label or "tasks", file=sys.stderr,
+                            show_eta=True, show_pos=True)
+    if done:
+        bar.update(done)
+    return bar
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+
+def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retries=0,
+               label=None, progress=True, done=0, total=None):
+    """Run ``fn(item)`` for every item; yield an :class:`Outcome` per task as each finishes.
+
+    Failures do not stop the other tasks: a task that still raises after ``retries`` retries is
+    yielded with ``error`` set. ``done``/``total`` let the progress bar count work finished in an
+    earlier run (a resumed sweep). ``label`` names the tasks in the progress bar and in Dask keys.
+    """
+    items = list(items)
+    check_executor(executor, workers, scheduler)
+    total = len(items) + done if total is None else total
+    if executor == "dask":
+        outcomes = _iter_dask(fn, items, workers, scheduler, retries, label)
+    elif (workers or default_workers()) == 1 or len(items) <= 1:
+        outcomes = _iter_inline(fn, items, retries)
+    else:
+        outcomes = _iter_pool(fn, items, workers or default_workers(), retries)
+    with progress_bar(total, label=label, enabled=progress and bool(items), done=done) as bar:
+        for outcome in outcomes:
+            bar.update(1)
+            yield outcome
+
+
+def map_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retries=0,
+              label=None, progress=True):
+    """``[fn(item) for item in items]`` on the chosen executor; results in the order of ``items``.
+
+    Raises :class:`TaskError` if a task still fails after ``retries`` retries (the other tasks are
+    cancelled).
+    """
+    items = list(items)
+    results = [None] * len(items)
+    outcomes = iter_tasks(fn, items, executor=executor, workers=workers, scheduler=scheduler,
+                          retries=retries, label=label, progress=progress)
+    with contextlib.closing(outcomes):
+        for outcome in outcomes:
+            if not outcome.ok:
+                raise TaskError(outcome, label)
+            results[outcome.index] = outcome.value
+    return results
+
+
+def run_summary(scenario):
+    """Run one simulation (a scenario dict, ``--set``-style overrides already applied); its summary.
+
+    Captures the scenario asks for go to a temporary directory removed afterwards: a sweep keeps
+    summaries, not per-run files."""
+    import tempfile
+
+    from traceflow import sim
+
+    with tempfile.TemporaryDirectory(prefix="traceflow-run-") as pcap_dir:
+        return sim.run(scenario, pcap_dir=pcap_dir).summary
+
+
+def map_runs(scenarios, **options):
+    """Simulate every scenario dict on the chosen executor; the run summaries in input order.
+
+    Keyword options are those of :func:`map_tasks` (``executor``, ``workers``, ``scheduler``,
+    ``retries``, ``label``, ``progress``).
+    """
+    options.setdefault("label", "runs")
+    return map_tasks(run_summary, scenarios, **options)
+
+
+# -- executors ---------------------------------------------------------------------------------
+
+def _failure(index, exc, attempts):
+    tb = "".join(traceback.format_exception(exc))
+    return Outcome(index, error=f"{type(exc).__name__}: {exc}", traceback=tb, attempts=attempts)
+
+
+def _iter_inline(fn, items, retries):
+    for index, item in enumerate(items):
+        for attempt in range(1, retries + 2):
+            try:
+                value = fn(item)
+            except Exception as exc:  # noqa: BLE001 - a task's failure is data for the caller
+                if attempt > retries:
+                    yield _failure(index, exc, attempt)
+            else:
+                yield Outcome(index, value, attempts=attempt)
+                break
+
+
+def _ignore_sigint():
+    # Ctrl-C belongs to the parent, which cancels the pool; workers must not die mid-task and
+    # break the pool before the parent has stopped cleanly.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _new_pool(workers):
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_ignore_sigint)
+
+
+def _iter_pool(fn, items, workers, retries):
+    attempts = [0] * len(items)
+    pool = _new_pool(min(workers, len(items)))
+    futures = {}
+
+    def submit(index):
+        attempts[index] += 1
+        futures[pool.submit(fn, items[index])] = index
+
+    try:
+        for index in range(len(items)):
+            submit(index)
+        while futures:
+            finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+            orphans = []
+            for future in finished:
+                index = futures.pop(future)
+                try:
+                    value = future.result()
+                except BrokenProcessPool as exc:
+                    # A worker process died (killed, out of memory): every task still in this
+                    # pool is lost; resubmit them to a fresh pool below.
+                    orphans.append((index, exc))
+                except Exception as exc:  # noqa: BLE001
+                    if attempts[index] <= retries:
+                        submit(index)
+                    else:
+                        yield _failure(index, exc, attempts[index])
+                else:
+                    yield Outcome(index, value, attempts=attempts[index])
+            if orphans:
+                orphans += [(index, None) for index in futures.values()]
+                futures.clear()
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = _new_pool(min(workers, len(orphans)))
+                for index, exc in orphans:
+                    if exc is not None and attempts[index] > retries:
+                        yield _failure(index, exc, attempts[index])
+                    else:
+                        submit(index)
+    except KeyboardInterrupt:
+        # Stop now, not after the running tasks (a simulation may take minutes). The executor has
+        # no public way to stop its workers before Python 3.14 (terminate_workers).
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        raise
+    finally:
+        # Drop queued tasks; wait for the (finished or terminated) workers: no zombies.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def shared_dask_cluster(executor, workers=None, scheduler=None):
+    """Within the block, every ``executor="dask"`` task map uses one cluster: ``scheduler``, or a
+    ``LocalCluster`` started once here (instead of one per map). A no-op for the local executor."""
+    if executor != "dask":
+        yield
+        return
+    import dask
+
+    with dask_client(scheduler, workers) as client:
+        with dask.config.set({"scheduler-address": client.scheduler.address}):
+            yield
+
+
+@contextlib.contextmanager
+def dask_client(scheduler=None, workers=None):
+    """A ``distributed.Client`` for ``scheduler``, or for a new ``LocalCluster`` of ``workers``
+    single-threaded worker processes when no address is given; closed on exit.
+
+    Without ``scheduler``, Dask's own ``scheduler-address`` setting (environment variable
+    ``DASK_SCHEDULER_ADDRESS``, or ``dask.config.set``) is used when set, so a caller can point
+    every task map in a block of code at one cluster.
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    scheduler = scheduler or dask.config.get("scheduler-address", None)
+    with contextlib.ExitStack() as stack:
+        if scheduler:
+            try:
+                client = stack.enter_context(Client(scheduler, timeout="20s"))
+            except (OSError, TimeoutError) as exc:
+                raise TraceflowError(f"cannot reach Dask scheduler {scheduler}: {exc}") from None
+        else:
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=logging.CRITICAL))
+            client = stack.enter_context(Client(cluster))
+        yield client
+
+
+def _iter_dask(fn, items, workers, scheduler, retries, label):
+    from distributed import as_completed
+
+    with dask_client(scheduler, workers) as client:
+        # Explicit unique keys: identical items must still run as distinct tasks, and two
+        # sweeps sharing a cluster must not collide.
+        tag = f"{label or getattr(fn, '__name__', 'task')}-{uuid.uuid4().hex[:8]}"
+        futures = [client.submit(fn, item, key=f"{tag}-{index}", retries=retries, pure=False)
+                   for index, item in enumerate(items)]
+        position = {future.key: index for index, future in enumerate(futures)}
+        try:
+            for future in as_completed(futures):
+                index = position[future.key]
+                try:
+                    # Not the status: a result held by a worker that died since is recomputed
+                    # by the scheduler, and result() waits for it.
+                    value = future.result()
+                except Exception as exc:  # noqa: BLE001
+                    yield _failure(index, exc, retries + 1)
+                else:
+                    yield Outcome(index, value)
+                future.release()
+        finally:
+            client.cancel(futures)
+
+
+# -- many files --------------------------------------------------------------------------------
+
+def expand_paths(inputs, patterns=("*",)):
+    """Files named by ``inputs`` (paths, globs, directories searched recursively for ``patterns``),
+    sorted and without duplicates. Raises :class:`TraceflowError` when one names nothing."""
+    files = []
+    for spec in [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs:
+        spec = os.fspath(spec)
+        path = Path(spec)
+        if path.is_dir():
+            found = sorted({p for pattern in patterns for p in path.rglob(pattern) if p.is_file()})
+        elif glob.has_magic(spec):
+            found = sorted(Path(p) for p in glob.glob(spec, recursive=True) if Path(p).is_file())
+        elif path.is_file():
+            found = [path]
+        else:
+            raise TraceflowError("no such file or directory", path=spec)
+        if not found:
+            raise TraceflowError("matches no files", path=spec)
+        files += found
+    return list(dict.fromkeys(files))
+
+
+@dataclass(frozen=True)
+class _FileTask:
+    fn: object
+    source: Path
+    part: Path
+    source_column: str | None
+    fn_writes: bool
+
+
+def _write_file_part(task):
+    """Produce one file's Parquet part atomically; ``(rows, value returned by fn or None)``."""
+    import pyarrow.parquet as pq
+
+    from traceflow.atomic import atomic_path
+
+    with atomic_path(task.part) as tmp:
+        if task.fn_writes:
+            value = task.fn(task.source, tmp)
+            return pq.read_metadata(tmp).num_rows, value
+        return _write_tables(task, task.fn(task.source), tmp), None
+
+
+def _write_tables(task, result, tmp):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = [result] if _is_table(result) else result
+    rows = 0
+    writer = None
+    try:
+        for table in tables:
+            table = _to_arrow(table)
+            if task.source_column:
+                table = table.append_column(
+                    task.source_column, pa.array([str(task.source)] * table.num_rows, pa.string()))
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+            rows += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise TraceflowError("produced no table", path=task.source)
+    return rows
+
+
+def _is_table(obj):
+    return hasattr(obj, "schema") or type(obj).__name__ in ("DataFrame", "RecordBatch")
+
+
+def _to_arrow(obj):
+    import pyarrow as pa
+
+    if hasattr(obj, "to_arrow"):  # polars.DataFrame
+        return obj.to_arrow()
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    return obj
+
+
+def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_writes=False,
+              executor="local", workers=None, scheduler=None, retries=0, label="files",
+              progress=True):
+    """Apply ``fn`` to every file of ``inputs`` and write a partitioned Parquet dataset.
+
+    ``inputs``: paths, globs (``**`` recurses) or directories (searched recursively for
+    ``patterns``). ``fn`` is a top-level function (or a :func:`functools.partial` of one):
+
+    * by default ``fn(path)`` returns a table (pyarrow Table/RecordBatch or polars DataFrame) or an
+      iterable of tables with one schema, e.g. ``traceflow.pcap.reader.iter_batches`` (streamed into
+      the part, so memory stays bounded by one batch);
+    * with ``fn_writes=True``, ``fn(path, part_path)`` writes the Parquet part itself (e.g.
+      ``partial(ingest_file, fmt="parquet")``) and may return a JSON-able summary.
+
+    Each input file becomes one part ``out_dir/part-NNNNN-<file name>.parquet``; read them all
+    lazily with ``polars.scan_parquet(out_dir / "*.parquet")``. With ``source_column`` set, a
+    string column of that name records each row's input file. ``out_dir`` is replaced as a whole
+    and only on success, so an error never leaves a partial dataset; on a multi-machine Dask
+    cluster the inputs and ``out_dir`` must be on a file system shared by the workers.
+
+    Returns ``{"files": [...], "parts": [...], "rows": int, "results": [fn's value per file]}``.
+    """
+    from traceflow.atomic import atomic_dir
+
+    if fn_writes and source_column:
+        raise TraceflowError("source_column needs fn to return tables (fn_writes=False)")
+    files = expand_paths(inputs, patterns)
+    out_dir = Path(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        names = [f"part-{i:05d}-{f.name}.parquet" for i, f in enumerate(files)]
+        tasks = [_FileTask(fn, f.resolve(), (tmp / name).resolve(), source_column, fn_writes)
+                 for f, name in zip(files, names)]
+        try:
+            done = map_tasks(_write_file_part, tasks, executor=executor, workers=workers,
+                             scheduler=scheduler, retries=retries, label=label, progress=progress)
+        except TaskError as exc:
+            raise TraceflowError(exc.outcome.error, path=files[exc.outcome.index]) from None
+    return {"files": [str(f) for f in files], "parts": [str(out_dir / n) for n in names],
+            "rows": int(sum(rows for rows, _ in done)), "results": [value for _, value in done]}
+
+
+# -- command-line options ----------------------------------------------------------------------
+
+def executor_options(f):
+    """Click options ``--executor``, ``--workers``, ``--scheduler`` (keyword names ``executor``,
+    ``workers``, ``scheduler``) for commands that map work through this module."""
+    f = click.option("--scheduler", metavar="ADDR", default=None,
+                     help="Dask scheduler address (tcp://host:8786); implies --executor dask. "
+                          "Without it --executor dask starts a local Dask cluster.")(f)
+    f = click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Worker processes (default: one per CPU; 1 runs inline).")(f)
+    f = click.option("--executor", type=click.Choice(EXECUTORS), default=None,
+                     help="Where tasks run: a local process pool (default) or Dask.")(f)
+    return f
+
+
+def resolve_executor(executor, scheduler):
+    """The executor implied by the options: ``--scheduler`` alone means Dask."""
+    if executor is None:
+        return "dask" if scheduler else "local"
+    return executor

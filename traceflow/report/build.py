@@ -1,0 +1,75 @@
+"""Assemble a report directory: one section per input, an optional comparison, ``index.html``.
+
+The inputs are analysed as independent tasks through :mod:`traceflow.parallel` (one per input);
+the directory appears whole, only on success.
+"""
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from traceflow.errors import TraceflowError
+from traceflow.parallel import map_tasks
+from traceflow.report.html import render_page
+
+
+@dataclass(frozen=True)
+class _InputJob:
+    path: str
+    out_dir: str
+    index: int
+
+
+def _input_job(job):
+    from traceflow.report.sections import input_section
+
+    return input_section(job.path, job.out_dir, job.index)
+
+
+def check_replaceable(out_dir):
+    """Refuse to replace a non-empty directory that is not an earlier report."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or (
+            any(out_dir.iterdir()) and not (out_dir / "index.html").exists())):
+        raise TraceflowError("exists and is not an earlier report; choose another -o", path=out_dir)
+
+
+def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=None,
+                 capacity_bps=None, title="traceflow report", executor="local", workers=None,
+                 scheduler=None, progress=True):
+    """Write ``out_dir/index.html`` (+ PNGs, + ``report.json``); returns the report.json dict."""
+    from traceflow.atomic import atomic_dir
+    from traceflow.report.sections import comparison_section
+
+    if (measured is None) != (predicted is None):
+        raise TraceflowError("--measured and --predicted go together")
+    if not inputs and measured is None:
+        raise TraceflowError("nothing to report: give INPUT files or --measured/--predicted")
+    for path in [*inputs, *([measured, predicted] if measured else [])]:
+        if not Path(path).exists():
+            raise TraceflowError("no such file or directory", path=path)
+    out_dir = Path(out_dir)
+    check_replaceable(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        jobs = [_InputJob(str(Path(p).resolve()), str(tmp.resolve()), i + 1)
+                for i, p in enumerate(inputs)]
+        sections = map_tasks(_input_job, jobs, executor=executor,
+                             workers=workers or min(len(jobs), 2) or 1, scheduler=scheduler,
+                             label="inputs", progress=progress) if jobs else []
+        comparison = None
+        if measured is not None:
+            section, comparison = comparison_section(measured, predicted, tmp,
+                                                     tolerances=tolerances,
+                                                     capacity_bps=capacity_bps)
+            sections.insert(0, section)
+        summary = {
+            "title": title, "inputs": [str(p) for p in inputs],
+            "sections": [{"heading": s.heading, "figures": [f.src for f in s.figures],
+                          "warnings": s.warnings, "rows": s.tables[0].rows if s.tables else []}
+                         for s in sections],
+            "comparison": comparison}
+        from traceflow.cli.options import _clean
+
+        (tmp / "report.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+        render_page(title, sections, tmp / "index.html")
+    summary["index"] = str(out_dir / "index.html")
+    return summary

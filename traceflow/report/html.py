@@ -1,0 +1,191 @@
+"""HTML pages for reports: sections of text, PNG figures and tables, with the PNGs next to the page.
+
+A page is plain HTML with inline CSS and relative ``<img src="NAME.png">`` links, so a report
+directory can be copied, zipped or served as is. Comparison tables (predicted vs measured, paper
+vs ours) mark disagreeing rows with the class ``disagree`` (highlighted in red).
+"""
+import datetime
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from traceflow import __version__
+from traceflow.atomic import write_text
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.3em; border-bottom: 1px solid #ccc; margin-top: 2em; }
+figure { display: inline-block; margin: 0.5em; vertical-align: top; }
+figure img { max-width: 34em; border: 1px solid #ddd; }
+figcaption { font-size: 0.85em; color: #555; max-width: 34em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; display: block;
+        overflow-x: auto; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.disagree td { background: #fde2e1; } tr.agree td.verdict { color: #176a21; }
+tr.disagree td.verdict { color: #a4161a; font-weight: bold; }
+p.meta { color: #777; font-size: 0.85em; } pre { background: #f6f6f6; padding: 0.6em; }
+p.warning { color: #a4161a; }
+"""
+
+
+@dataclass
+class Figure:
+    """A PNG file (name relative to the page) and its caption."""
+
+    src: str
+    caption: str = ""
+
+
+@dataclass
+class Table:
+    """Rows of ``{column: value}``; ``verdict`` names a boolean column that marks (dis)agreement."""
+
+    rows: list
+    caption: str = ""
+    columns: list | None = None
+    verdict: str | None = None
+
+
+@dataclass
+class Section:
+    heading: str
+    text: str = ""
+    figures: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    links: list = field(default_factory=list)  # (label, href)
+    warnings: list = field(default_factory=list)
+
+
+def fmt(value):
+    """A table cell: numbers to 4 significant digits, None/NaN as an em dash."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(v) for v in value)
+    return str(value)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def table_html(table):
+    rows = table.rows
+    columns = table.columns or list(dict.fromkeys(k for row in rows for k in row))
+    out = ["<table>"]
+    if table.caption:
+        out.append(f"<caption>{html.escape(table.caption)}</caption>")
+    out.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr>")
+    for row in rows:
+        cls = ""
+        if table.verdict is not None and row.get(table.verdict) is not None:
+            cls = ' class="agree"' if row[table.verdict] else ' class="disagree"'
+        cells = []
+        for c in columns:
+            value = row.get(c)
+            klass = "verdict" if c == table.verdict else ("num" if _is_number(value) else "")
+            attr = f' class="{klass}"' if klass else ""
+            cells.append(f"<td{attr}>{html.escape(fmt(value))}</td>")
+        out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _paragraphs(text):
+    blocks = [b.strip() for b in text.split("\n\n") if b.strip()]
+    return "\n".join(f"<p>{html.escape(b)}</p>" for b in blocks)
+
+
+def section_html(section):
+    out = [f"<h2>{html.escape(section.heading)}</h2>"]
+    out += [f'<p class="warning">{html.escape(w)}</p>' for w in section.warnings]
+    if section.text:
+        out.append(_paragraphs(section.text))
+    for table in section.tables:
+        out.append(table_html(table))
+    for fig in section.figures:
+        out.append(f'<figure><img src="{html.escape(fig.src, quote=True)}" '
+                   f'alt="{html.escape(fig.caption or fig.src, quote=True)}">'
+                   f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>")
+    if section.links:
+        items = "".join(f'<li><a href="{html.escape(href, quote=True)}">{html.escape(label)}</a></li>'
+                        for label, href in section.links)
+        out.append(f"<ul>{items}</ul>")
+    return "\n".join(out)
+
+
+def render_page(title, sections, path, *, intro=""):
+    """Write the HTML page ``path`` (atomically) from :class:`Section` objects; returns the path."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = [f"<h1>{html.escape(title)}</h1>",
+            f'<p class="meta">traceflow {__version__} · {stamp}</p>']
+    if intro:
+        body.append(_paragraphs(intro))
+    body += [section_html(s) for s in sections]
+    page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")
+    path = Path(path)
+    write_text(path, page)
+    return path
+
+
+COMPARISON_COLUMNS = ["quantity", "paper", "ours", "agree", "note"]
+
+
+def experiment_page(summary, out_dir, *, table_preview_rows=12):
+    """``out_dir/index.html`` for a reproduced experiment (the ``summary.json`` of ``reproduce``).
+
+    Shows the text, a paper-vs-ours comparison table (disagreements highlighted), every figure,
+    and a preview and link for every Parquet table.
+    """
+    out_dir = Path(out_dir)
+    comparison = summary.get("comparison") or []
+    n_disagree = sum(1 for row in comparison if row.get("agree") is False)
+    sections = []
+    if comparison:
+        verdict = (f"{len(comparison) - n_disagree} of {len(comparison)} quantities agree with "
+                   "the paper.")
+        sections.append(Section("Paper vs ours", verdict, tables=[
+            Table(comparison, columns=COMPARISON_COLUMNS, verdict="agree")]))
+    figures = [Figure(name, _caption(name)) for name in summary.get("figures", [])]
+    if figures:
+        sections.append(Section("Figures", figures=figures))
+    tables = summary.get("tables") or {}
+    if tables:
+        previews = []
+        for name, file in tables.items():
+            rows = _preview(out_dir / file, table_preview_rows)
+            if rows:
+                previews.append(Table(rows, caption=f"{name} ({file}, first rows)"))
+        sections.append(Section("Tables", tables=previews,
+                                links=[(f"{name} ({file})", file) for name, file in tables.items()]))
+    run = {k: summary[k] for k in ("name", "quick", "executor", "workers", "seconds")
+           if k in summary}
+    if run:
+        sections.append(Section("Run", tables=[Table([run])]))
+    title = summary.get("title") or summary.get("name") or "Reproduction"
+    intro = summary.get("text", "")
+    if summary.get("reproduces"):
+        intro = f"Reproduces: {summary['reproduces']}\n\n{intro}"
+    return render_page(title, sections, out_dir / "index.html", intro=intro)
+
+
+def _caption(name):
+    return Path(name).stem.replace("_", " ").replace("-", " ")
+
+
+def _preview(path, n):
+    import polars as pl
+
+    if not path.exists():
+        return []
+    frame = pl.read_parquet(path, n_rows=n)
+    return [{k: (v if _is_number(v) or v is None else str(v)) for k, v in row.items()}
+            for row in frame.iter_rows(named=True)]

@@ -1,0 +1,340 @@
+"""The analytics sections of ``traceflow report``: one input → figures + summary table.
+
+An input is a capture, a packets or flows Parquet table, a run directory (``summary.json`` + the
+bottleneck pcap) or a directory of analytics outputs (``flows.parquet`` + ``series.parquet``).
+Each available analysis is drawn by :mod:`traceflow.report.figures`; an analysis the input cannot
+support (too few flows for a tail fit, a series too short for Hurst) becomes a warning line in the
+section instead of failing the report.
+"""
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from traceflow.errors import InputFormatError, TraceflowError
+from traceflow.report import figures
+from traceflow.report.html import Figure, Section, Table
+
+BIN = "10ms"
+BIN_S = 0.01
+SERIES_FACTORS = (1, 10, 100)  # 10 ms, 100 ms, 1 s
+LEVEL_SCALES_S = (1.0, 0.1)    # the first giving at least MIN_LEVEL_BLOCKS blocks
+MIN_LEVEL_BLOCKS = 200
+MIN_RTT_SAMPLES = 10
+LEVELS_H = 8
+
+
+@dataclass
+class Loaded:
+    """What one input offers: a flows table and/or a link series (bytes per 10 ms bin)."""
+
+    name: str
+    kind: str
+    flows: pl.DataFrame | None
+    series: np.ndarray | None
+    counts: np.ndarray | None = None  # packets per 10 ms bin
+    packets: int | None = None
+
+
+def load_input(path):
+    """Read one report input (see the module docstring) into :class:`Loaded`."""
+    from traceflow.flows import flows as build_flows
+    from traceflow.flows import input_kind
+
+    path = Path(path)
+    if not path.exists():
+        raise TraceflowError("no such file or directory", path=path)
+    if path.is_dir():
+        if (path / "summary.json").exists():
+            return _load_run(path)
+        if (path / "flows.parquet").exists() and (path / "series.parquet").exists():
+            return Loaded(path.name, "analytics", pl.read_parquet(path / "flows.parquet"),
+                          *_series_table(path / "series.parquet"))
+        raise InputFormatError("directory is neither a run (summary.json) nor analytics outputs "
+                               "(flows.parquet + series.parquet)", path=path)
+    kind = input_kind(path)
+    if kind == "flows":
+        return Loaded(path.name, "flows", pl.read_parquet(path), None)
+    packets = pl.read_parquet(path) if kind == "packets" else _read_packets(path)
+    if packets.height == 0:
+        raise InputFormatError("no packets", path=path)
+    return Loaded(path.name, kind, build_flows(packets), *_series(packets), packets.height)
+
+
+def _load_run(path):
+    """A simulator run directory: its bottleneck capture when it wrote one (the same analytics
+    as a measured trace), else its own bottleneck series and finished transfers."""
+    import json
+
+    from traceflow.compare import run_pcap
+    from traceflow.flows import flows as build_flows
+
+    summary = json.loads((path / "summary.json").read_text())
+    try:
+        packets = _read_packets(run_pcap(path, summary))
+    except InputFormatError:
+        packets = None
+    if packets is not None:
+        return Loaded(path.name, "run", build_flows(packets), *_series(packets), packets.height)
+    link = summary.get("bottleneck")
+    series = pl.read_parquet(path / "series.parquet")
+    if link is not None and "link" in series.columns:
+        series = series.filter(pl.col("link") == link)
+    if series.height < 2:
+        raise InputFormatError("run has neither a pcap nor a bottleneck series", path=path)
+    transfers = (pl.read_parquet(path / "transfers.parquet")
+                 .filter(pl.col("end").is_not_null())
+                 .select(bytes=pl.col("size"), duration=pl.col("end") - pl.col("start")))
+    return Loaded(f"{path.name} [{link}]", "run", transfers, *_resampled(series))
+
+
+def _read_packets(path):
+    from traceflow.pcap.reader import read_packets
+
+    table = read_packets(path)
+    return table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
+
+
+def _series(packets):
+    """(bytes, packets) per 10 ms bin of a packets table."""
+    from traceflow.series import link_series
+
+    return _arrays(link_series(packets, BIN))
+
+
+def _series_table(path):
+    return _resampled(pl.read_parquet(path))
+
+
+def _resampled(frame):
+    from traceflow.series import bin_width, parse_duration, resample
+
+    frame = frame.select("t", "bytes", "packets")
+    if bin_width(frame) != parse_duration(BIN):
+        frame = resample(frame, BIN)
+    return _arrays(frame)
+
+
+def _arrays(frame):
+    return (frame["bytes"].cast(pl.Float64).to_numpy(),
+            frame["packets"].cast(pl.Float64).to_numpy())
+
+
+def slug(text):
+    """A file-name-safe version of ``text``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "input"
+
+
+class _Collector:
+    """Gathers one section's figures, summary rows and warnings; turns failures into warnings."""
+
+    def __init__(self, out_dir, prefix):
+        self.out_dir, self.prefix = Path(out_dir), prefix
+        self.figures, self.rows, self.warnings = [], [], []
+
+    def path(self, name):
+        return self.out_dir / f"{self.prefix}-{name}.png"
+
+    def attempt(self, what, fn, *args):
+        try:
+            return fn(*args)
+        except (TraceflowError, ValueError, np.linalg.LinAlgError) as exc:
+            self.warnings.append(f"{what}: not computed ({exc})")
+            return None
+
+    def figure(self, path, caption):
+        self.figures.append(Figure(path.name, caption))
+
+    def row(self, quantity, value, note=""):
+        self.rows.append({"quantity": quantity, "value": value, "note": note})
+
+
+def input_section(path, out_dir, index=0):
+    """Analyse one input; write its PNGs into ``out_dir``; return its :class:`Section`."""
+    data = load_input(path)
+    c = _Collector(out_dir, f"{index:02d}-{slug(Path(path).stem)}")
+    if data.packets is not None:
+        c.row("packets", data.packets)
+    if data.flows is not None:
+        c.row("flows", data.flows.height)
+        for column, label in (("bytes", "flow size (bytes)"), ("duration", "flow lifetime (s)")):
+            c.attempt(f"CCDF of {label}", _tail, c, data.flows, column, label)
+        c.attempt("RTT spectrum", _rtt, c, data.flows)
+    if data.series is not None:
+        c.row("duration (s)", data.series.size * BIN_S)
+        c.row("mean rate (bit/s)", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S))
+        c.attempt("link series", _series_fig, c, data.series)
+        c.attempt("Hurst estimates", _hurst, c, data.series)
+        c.attempt("conditional levels", _levels, c, data.series)
+        c.attempt("dispersion curve", _dispersion, c, data.counts)
+    return Section(f"{data.name} ({data.kind})", figures=c.figures,
+                   tables=[Table(c.rows, columns=["quantity", "value", "note"])],
+                   warnings=c.warnings)
+
+
+def _column_values(flows, column):
+    series = flows.get_column(column)
+    if series.dtype == pl.Duration:
+        series = series.dt.total_nanoseconds().cast(pl.Float64) / 1e9
+    return series.cast(pl.Float64).drop_nulls().to_numpy()
+
+
+def _tail(c, flows, column, label):
+    from traceflow.tails import ccdf_data, fit_pareto
+
+    x = _column_values(flows, column)
+    x = x[x > 0]
+    fit = fit_pareto(x)
+    path = figures.ccdf_figure(ccdf_data(x, fit), c.path(f"ccdf-{column}"), fit=fit, label=label)
+    c.figure(path, f"Log-log CCDF of {label} with the Pareto fit above xmin (MLE, KS-chosen xmin).")
+    c.row(f"Pareto α of {label}", fit.alpha, f"xmin = {fit.xmin:.4g}, {fit.n_tail} of {fit.n} in tail")
+
+
+def _rtt(c, flows):
+    from traceflow import rtt
+
+    x = rtt.rtt_values(flows, "rtt_min3")
+    if x.size < MIN_RTT_SAMPLES:
+        raise TraceflowError(f"{x.size} flows with an RTT sample (rtt_min3), need "
+                             f"{MIN_RTT_SAMPLES}")
+    classes = rtt.fit_rtt_classes(x)
+    path = figures.rtt_spectrum_figure(rtt.rtt_spectrum(x), c.path("rtt-spectrum"),
+                                       boundaries=classes.boundaries, medians=classes.medians)
+    c.figure(path, "RTT spectrum (Wu & Nikolaidis Fig. 4): histogram of log10(RTT / 10 µs) of "
+                   "the handshake estimate rtt_min3, with the RTT classes learned from it "
+                   "(Gaussian mixture, BIC).")
+    c.row("RTT median (s)", float(np.median(x)), f"{x.size} flows with a sample")
+    c.row("RTT classes", classes.n_classes,
+          "medians " + ", ".join(f"{m * 1e3:.3g} ms" for m in classes.medians))
+
+
+def _series_fig(c, x):
+    path = figures.series_figure(x, BIN_S, c.path("series"), factors=SERIES_FACTORS, unit="bytes")
+    c.figure(path, "Link bytes per second at 10 ms, 100 ms and 1 s bins.")
+
+
+def _hurst(c, x):
+    from traceflow.hurst import estimate
+
+    report = estimate(x, ("vt", "rs", "wavelet"))
+    path = figures.hurst_figure(report, c.path("hurst"))
+    c.figure(path, "Hurst exponent of the 10 ms byte series: variance-time, R/S pox plot, "
+                   "wavelet logscale diagram.")
+    for method, result in report.results.items():
+        c.row(f"Hurst H ({method})", result.H)
+    if report.warning:
+        c.warnings.append(report.warning)
+
+
+def _levels(c, x):
+    from traceflow.levels import analyze_levels
+    from traceflow.series import block_sums
+
+    for scale in LEVEL_SCALES_S:
+        blocks = block_sums(x, int(round(scale / BIN_S)))
+        if blocks.size >= MIN_LEVEL_BLOCKS:
+            break
+    analysis = analyze_levels(blocks, LEVELS_H, scale_s=scale)
+    path = figures.levels_figure(analysis, c.path("levels"))
+    c.figure(path, f"Pr{{L2 | L1}} of consecutive {scale:g} s blocks (quantile map, h = "
+                   f"{LEVELS_H}); white: E[L2 | L1].")
+
+
+def _dispersion(c, counts):
+    from traceflow.dispersion import dispersion_curve
+
+    curve = dispersion_curve(counts, int(BIN_S * 1e9), column="packets")
+    path = figures.dispersion_figure(curve, c.path("dispersion"))
+    c.figure(path, "Index of dispersion for counts (variance / mean of packets per interval) "
+                   "from 10 ms to 100 s; 1 for Poisson arrivals at every scale.")
+    c.row("dispersion slope (≈ 2H − 1)", curve.slope)
+
+
+# -- predicted vs measured ---------------------------------------------------------------------
+
+def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacity_bps=None):
+    """The ``traceflow.compare`` table of two sides and its figures; ``(section, result dict)``."""
+    from traceflow import compare
+
+    m = compare.load_side(measured, capacity_bps=capacity_bps)
+    p = compare.load_side(predicted, capacity_bps=capacity_bps)
+    if capacity_bps is None:
+        cap = p.capacity_bps or m.capacity_bps
+        m.capacity_bps, p.capacity_bps = m.capacity_bps or cap, p.capacity_bps or cap
+    result = compare.compare(m, p, tolerances)
+    rows = []
+    for name, metric in result["metrics"].items():
+        rows.append({"metric": name, "measured": _scalar(metric["measured"]),
+                     "predicted": _scalar(metric["predicted"]), "error": metric["error"],
+                     "measure": metric["measure"], "tolerance": metric["tolerance"],
+                     "pass": metric["pass"]})
+    c = _Collector(out_dir, "compare")
+    c.attempt("series comparison", _compare_series, c, m, p)
+    c.attempt("FCT comparison", _compare_fct, c, result)
+    c.attempt("dispersion comparison", _compare_dispersion, c, result)
+    c.attempt("size comparison", _compare_sizes, c, m, p)
+    passed = sum(r["pass"] for r in rows)
+    text = (f"Measured: {m.source} ({m.kind}). Predicted: {p.source} ({p.kind}). "
+            f"{passed} of {len(rows)} metrics within tolerance.")
+    section = Section("Predicted vs measured", text, figures=c.figures, warnings=c.warnings,
+                      tables=[Table(rows, columns=["metric", "measured", "predicted", "error",
+                                                   "measure", "tolerance", "pass"],
+                                    verdict="pass")])
+    return section, result
+
+
+def _scalar(value):
+    """A table cell for a metric side: medians of distributions, lengths of curves."""
+    if isinstance(value, dict):
+        return value.get("median", math.nan)
+    if isinstance(value, list):
+        return f"[{len(value)} values]"
+    return value
+
+
+def _compare_series(c, m, p):
+    path = figures.overlay_series_figure({"measured": m.series, "predicted": p.series}, BIN_S,
+                                         c.path("series"), factor=100)
+    c.figure(path, "Throughput of the data direction in 1 s bins, measured and predicted.")
+
+
+def _compare_fct(c, result):
+    from traceflow.compare import size_bin_labels
+
+    fct = result["metrics"]["fct"]
+    path = figures.bars_figure(size_bin_labels(), {"measured": fct["measured"],
+                                                   "predicted": fct["predicted"]},
+                               c.path("fct"), ylabel="mean completion time (s)",
+                               xlabel="transfer size bin (bytes)",
+                               title="Flow completion time by size")
+    c.figure(path, "Mean flow completion time per size bin (Park, Kim & Crovella Table 1 bins).")
+
+
+def _compare_dispersion(c, result):
+    metric = result["metrics"]["dispersion"]
+    scales = metric["scales_s"]
+    path = figures.curves_figure(
+        {"measured": (scales, metric["measured"][:len(scales)]),
+         "predicted": (scales, metric["predicted"][:len(scales)])},
+        c.path("dispersion"), xlabel="time scale (s)", ylabel="index of dispersion (bytes)",
+        title="Dispersion across time scales", loglog=True)
+    c.figure(path, "Index of dispersion (variance / mean of bytes per block) across scales.")
+
+
+def _compare_sizes(c, m, p):
+    from traceflow.tails import ccdf_data
+
+    curves = {}
+    for name, side in (("measured", m), ("predicted", p)):
+        if side.sizes.size:
+            d = ccdf_data(side.sizes)
+            curves[name] = (d["x"], d["p"])
+    if not curves:
+        raise TraceflowError("no complete transfers on either side")
+    path = figures.curves_figure(curves, c.path("sizes"), xlabel="transfer size (bytes)",
+                                 ylabel="P(X ≥ x)", title="Transfer sizes", loglog=True,
+                                 marker=".")
+    c.figure(path, "CCDF of complete transfer sizes, measured and predicted.")

@@ -1,0 +1,369 @@
+"""Packets → binned link time series, aggregation to coarser scales, and loading of 1-D inputs.
+
+A *series* is a Polars frame ``t`` (bin start, timestamp[ns]), ``bytes`` (int64), ``packets``
+(int64), one row per bin of a fixed width, empty bins included as zeros. Bins are aligned to
+integer multiples of the bin width since the epoch (so two captures of the same period bin alike),
+and all arithmetic on time is integer nanoseconds.
+
+Bytes are IP bytes (``ip_len``, correct for snaplen-truncated captures); non-IP packets count their
+``wirelen``. ``size="wirelen"`` counts link-layer frame lengths instead.
+
+Selections (for :func:`link_series` and ``traceflow series``):
+
+* ``direction``: ``"src:CIDR"`` or ``"dst:CIDR"`` (e.g. ``"src:10.0.0.1"``, ``"dst:10.1.0.0/16"``,
+  ``"src:2001:db8::/32"``) keeps packets whose source / destination address lies in the network.
+* ``filter``: a Polars SQL ``WHERE`` expression over the packets columns
+  (:mod:`traceflow.pcap.schema`), e.g. ``"proto = 6 AND (sport = 80 OR dport = 80)"`` or
+  ``"payload_len > 0"``.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from traceflow.errors import InputFormatError, TraceflowError
+
+SERIES_SCHEMA = {"t": pl.Datetime("ns"), "bytes": pl.Int64, "packets": pl.Int64}
+
+_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+             "min": 60_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min|m|h)?\s*$")
+
+
+def parse_duration(value) -> int:
+    """A duration as integer nanoseconds: ``"10ms"``, ``"2.5s"``, ``"100us"``, or an int (ns).
+
+    A bare number without unit is seconds when given as a string (``"0.1"`` = 100 ms).
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        ns = int(value)
+    else:
+        m = _DURATION_RE.match(str(value))
+        if not m:
+            raise TraceflowError(f"bad duration {value!r} (examples: 10ms, 2.5s, 100us)")
+        number, unit = m.group(1), m.group(2) or "s"
+        # exact decimal arithmetic: "0.1s" must be 100_000_000 ns, not 99_999_999
+        whole, _, frac = number.partition(".")
+        scale = _UNITS_NS[unit]
+        ns = int(whole or 0) * scale + (int(frac) * scale // 10 ** len(frac) if frac else 0)
+    if ns <= 0:
+        raise TraceflowError(f"duration must be positive, got {value!r}")
+    return ns
+
+
+def format_duration(ns: int) -> str:
+    """The shortest exact spelling of ``ns`` (``10000000`` → ``"10ms"``)."""
+    for unit in ("h", "min", "s", "ms", "us"):
+        if ns % _UNITS_NS[unit] == 0:
+            return f"{ns // _UNITS_NS[unit]}{unit}"
+    return f"{ns}ns"
+
+
+def _as_frame(packets) -> pl.DataFrame:
+    if isinstance(packets, pl.DataFrame):
+        return packets
+    if isinstance(packets, pl.LazyFrame):
+        return packets.collect()
+    if isinstance(packets, (pa.Table, pa.RecordBatch)):
+        return pl.from_arrow(packets)
+    raise TypeError(f"packets must be a Polars frame or an Arrow table, got {type(packets).__name__}")
+
+
+def _network_bytes(spec: str):
+    """(prefix bytes of the IPv4-mapped/IPv6 network, prefix length in bits) for a CIDR string."""
+    try:
+        net = ipaddress.ip_network(spec.strip(), strict=False)
+    except ValueError as exc:
+        raise TraceflowError(f"bad address or network {spec!r} in --direction") from exc
+    if net.version == 4:
+        base = b"\x00" * 10 + b"\xff\xff" + net.network_address.packed
+        return base, 96 + net.prefixlen
+    return net.network_address.packed, net.prefixlen
+
+
+def address_mask(column: pa.ChunkedArray | pa.Array, cidr: str) -> np.ndarray:
+    """Boolean mask: which 16-byte addresses of ``column`` lie in network ``cidr`` (null → False)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    if arr.type != pa.binary(16):  # Polars hands fixed-size binaries back as large_binary
+        try:
+            arr = arr.cast(pa.binary(16))
+        except pa.ArrowInvalid as exc:
+            raise InputFormatError("addresses are not 16-byte binaries") from exc
+    if arr.offset:
+        arr = pa.concat_arrays([arr])  # re-materialize so the data buffer starts at element 0
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.uint8, count=16 * n).reshape(n, 16)
+    prefix, bits = _network_bytes(cidr)
+    whole, rest = divmod(bits, 8)
+    want = np.frombuffer(prefix, dtype=np.uint8)
+    ok = np.all(raw[:, :whole] == want[:whole], axis=1)
+    if rest:
+        m = (0xFF << (8 - rest)) & 0xFF
+        ok &= (raw[:, whole] & m) == (want[whole] & m)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    return ok & valid
+
+
+def select_packets(packets, direction: str | None = None, filter: str | None = None) -> pl.DataFrame:
+    """Apply a ``direction`` (``src:CIDR`` / ``dst:CIDR``) and a SQL ``filter`` to a packets table."""
+    df = _as_frame(packets)
+    if filter:
+        try:
+            df = df.filter(pl.sql_expr(filter))
+        except Exception as exc:  # Polars raises several types for SQL syntax/column errors
+            raise TraceflowError(f"bad --filter {filter!r}: {str(exc).splitlines()[0]}") from exc
+    if direction:
+        side, sep, cidr = direction.partition(":")
+        if not sep or side not in ("src", "dst"):
+            raise TraceflowError(f"bad direction {direction!r}: use src:CIDR or dst:CIDR")
+        if side not in df.columns:
+            raise InputFormatError(f"packets table has no {side!r} column for --direction")
+        mask = address_mask(df.get_column(side).to_arrow(), cidr)
+        df = df.filter(pl.Series(mask))
+    return df
+
+
+def link_series(packets, bin="10ms", direction=None, filter=None, *, size="ip_len",
+                start=None, end=None) -> pl.DataFrame:
+    """Bytes and packets per bin of width ``bin`` (a duration string or int ns).
+
+    ``start`` / ``end`` (timestamp-like or int ns) fix the covered range — useful to compare two
+    series over the same period; by default it runs from the bin holding the first packet to the
+    bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins are zeros.
+    """
+    width = parse_duration(bin)
+    df = select_packets(packets, direction, filter)
+    if "ts" not in df.columns:
+        raise InputFormatError("packets table has no 'ts' column")
+    ts = df.get_column("ts").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
+    if size == "ip_len" and "ip_len" in df.columns:
+        sizes = df.select(pl.col("ip_len").cast(pl.Int64)
+                          .fill_null(pl.col("wirelen").cast(pl.Int64))).to_series()
+    elif size in ("ip_len", "wirelen") and "wirelen" in df.columns:
+        sizes = df.get_column("wirelen").cast(pl.Int64)
+    else:
+        raise InputFormatError(f"packets table has no {size!r} column")
+    sizes = sizes.fill_null(0).to_numpy()
+    lo = _ns(start) if start is not None else (int(ts.min()) if ts.size else None)
+    hi = _ns(end) if end is not None else (int(ts.max()) + 1 if ts.size else None)
+    if lo is None or hi is None or hi <= lo:
+        return pl.DataFrame(schema=SERIES_SCHEMA)
+    first = (lo // width) * width
+    nbins = -(-(hi - first) // width)
+    keep = (ts >= lo) & (ts < hi)
+    idx = (ts[keep] - first) // width
+    counts = np.bincount(idx, minlength=nbins)
+    # float64 partial sums of integers are exact below 2**53 bytes per bin (9 PB): cast back losslessly
+    byte_sums = np.bincount(idx, weights=sizes[keep], minlength=nbins).astype(np.int64)
+    t = first + width * np.arange(nbins, dtype=np.int64)
+    return pl.DataFrame({"t": t, "bytes": byte_sums, "packets": counts.astype(np.int64)}).with_columns(
+        pl.col("t").cast(pl.Datetime("ns")))
+
+
+def _ns(value) -> int:
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return int(pl.Series([value]).cast(pl.Datetime("ns")).cast(pl.Int64)[0])
+
+
+def bin_width(series: pl.DataFrame) -> int:
+    """The bin width of a series in ns (from the spacing of ``t``)."""
+    t = series.get_column("t").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
+    if t.size < 2:
+        raise InputFormatError("cannot infer the bin width of a series with fewer than 2 bins")
+    d = np.diff(t)
+    width = int(d.min())
+    if width <= 0 or np.any(d % width):
+        raise InputFormatError("series 't' is not on a regular grid")
+    return width
+
+
+def aggregate(series: pl.DataFrame, factor: int) -> pl.DataFrame:
+    """Sum blocks of ``factor`` consecutive bins (bin width × factor).
+
+    The trailing incomplete block is dropped, so every output bin covers the same duration (what
+    variance-time and dispersion statistics assume). ``t`` is the start of each block.
+    """
+    factor = int(factor)
+    if factor < 1:
+        raise TraceflowError(f"aggregation factor must be ≥ 1, got {factor}")
+    if factor == 1:
+        return series
+    nblocks = series.height // factor
+    return (series.head(nblocks * factor)
+            .with_row_index("_i")
+            .group_by((pl.col("_i") // factor).alias("_b"), maintain_order=True)
+            .agg(pl.col("t").first(), pl.col("bytes").sum(), pl.col("packets").sum())
+            .drop("_b"))
+
+
+def resample(series: pl.DataFrame, bin) -> pl.DataFrame:
+    """Aggregate ``series`` to bin width ``bin`` (must be a multiple of its own bin width)."""
+    target = parse_duration(bin)
+    width = bin_width(series)
+    if target % width:
+        raise TraceflowError(f"--bin {format_duration(target)} is not a multiple of the series bin "
+                             f"{format_duration(width)}")
+    return aggregate(series, target // width)
+
+
+def block_sums(x: np.ndarray, factor: int) -> np.ndarray:
+    """Sums of non-overlapping blocks of ``factor`` samples of a 1-D array (tail dropped)."""
+    k = x.size // factor
+    return x[: k * factor].reshape(k, factor).sum(axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading inputs of the analytics commands
+# ---------------------------------------------------------------------------------------------
+
+def table_kind(path) -> str:
+    """``"parquet"``, ``"ipc"``, ``"csv"`` or ``"capture"``: by magic bytes, then by name."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise TraceflowError(exc.strerror or "cannot open", path=path) from exc
+    if magic[:4] == b"PAR1":
+        return "parquet"
+    if magic == b"ARROW1":
+        return "ipc"
+    if path.name.lower().endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+        return "csv"
+    return "capture"
+
+
+def read_table(path) -> pl.DataFrame:
+    """Read a Parquet / Arrow IPC / CSV(.gz) table (not a capture)."""
+    path = Path(path)
+    kind = table_kind(path)
+    try:
+        if kind == "parquet":
+            return pl.read_parquet(path)
+        if kind == "ipc":
+            return pl.read_ipc(path)
+        if kind == "csv":
+            sep = "\t" if ".tsv" in path.name.lower() else ","
+            return pl.read_csv(path, separator=sep, infer_schema_length=10000)
+    except (pl.exceptions.PolarsError, OSError, pa.ArrowException) as exc:
+        raise InputFormatError(f"cannot read table: {str(exc).splitlines()[0]}", path=path) from exc
+    raise InputFormatError("not a table (expected .parquet, .arrow or .csv)", path=path)
+
+
+def table_columns(path) -> list[str]:
+    """Column names of a Parquet / Arrow IPC / CSV table without reading its data."""
+    kind = table_kind(path)
+    try:
+        if kind == "parquet":
+            return list(pl.read_parquet_schema(path))
+        if kind == "ipc":
+            return list(pl.read_ipc_schema(path))
+        if kind == "csv":
+            sep = "\t" if ".tsv" in Path(path).name.lower() else ","
+            return pl.read_csv(path, separator=sep, n_rows=1).columns
+    except (pl.exceptions.PolarsError, OSError, pa.ArrowException) as exc:
+        raise InputFormatError(f"cannot read table: {str(exc).splitlines()[0]}", path=path) from exc
+    return []
+
+
+def is_timed(path) -> bool:
+    """True for a capture, a packets table or a series table (inputs where ``--bin`` applies)."""
+    if table_kind(path) == "capture":
+        return True
+    cols = set(table_columns(path))
+    return {"ts", "wirelen"} <= cols or {"t", "bytes", "packets"} <= cols
+
+
+def read_packets(path) -> pl.DataFrame:
+    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame."""
+    from traceflow.pcap.reader import read_packets as _read  # lazy: the decoder is heavy
+
+    return _as_frame(_read(path))
+
+
+def is_packets(df: pl.DataFrame) -> bool:
+    return {"ts", "wirelen"} <= set(df.columns)
+
+
+def is_series(df: pl.DataFrame) -> bool:
+    return {"t", "bytes", "packets"} <= set(df.columns)
+
+
+@dataclass
+class LoadedSeries:
+    """A 1-D numeric series ready for statistics.
+
+    ``values`` float64; ``bin_ns`` the sampling interval when the input is a time series (None for
+    a plain column of a table); ``column`` the quantity (``bytes``/``packets``/user column);
+    ``kind`` what the input was (capture, packets, series, table); ``frame`` the series frame when
+    one was built or read (None for a plain column).
+    """
+
+    values: np.ndarray
+    bin_ns: int | None
+    column: str
+    kind: str
+    frame: pl.DataFrame | None = field(default=None, repr=False)
+
+
+def load_series(path, *, column=None, bin=None, direction=None, filter=None,
+                default_bin="10ms", default_column="bytes") -> LoadedSeries:
+    """Load a 1-D series from a capture, a packets table, a series table, or any table + column.
+
+    * capture / packets table → :func:`link_series` at ``bin`` (default ``default_bin``);
+    * series table (``t, bytes, packets``) → its ``column`` (default ``default_column``), aggregated
+      to ``bin`` when given (a multiple of its own width);
+    * any other Parquet/CSV → ``column`` (required) as is; ``bin`` is not applicable there.
+    """
+    kind = table_kind(path)
+    if kind == "capture":
+        df, kind = read_packets(path), "capture"
+    else:
+        df = read_table(path)
+        kind = "packets" if is_packets(df) else "series" if is_series(df) else "table"
+    if kind in ("capture", "packets"):
+        frame = link_series(df, bin or default_bin, direction, filter)
+        col = column or default_column
+        if col not in ("bytes", "packets"):
+            raise TraceflowError(f"--column for a capture or packets table is bytes or packets, not {col!r}")
+        return LoadedSeries(frame.get_column(col).to_numpy().astype(np.float64),
+                            parse_duration(bin or default_bin), col, kind, frame)
+    if direction or filter:
+        raise TraceflowError("--direction/--filter apply to captures and packets tables only", path=path)
+    if kind == "series":
+        frame = df.select("t", "bytes", "packets").with_columns(pl.col("t").cast(pl.Datetime("ns")))
+        width = bin_width(frame) if frame.height > 1 else None
+        if bin is not None:
+            frame = resample(frame, bin)
+            width = parse_duration(bin)
+        col = column or default_column
+        if col not in frame.columns:
+            raise TraceflowError(f"series has no column {col!r} (bytes, packets)", path=path)
+        return LoadedSeries(frame.get_column(col).to_numpy().astype(np.float64), width, col, kind, frame)
+    if not column:
+        raise TraceflowError(f"table is neither packets nor a series: give --column (one of "
+                             f"{', '.join(df.columns[:12])})", path=path)
+    if bin is not None:
+        raise TraceflowError("--bin applies to captures, packets and series tables only", path=path)
+    return LoadedSeries(column_values(df, column, path=path), None, column, "table")
+
+
+def column_values(df: pl.DataFrame, column: str, *, path=None) -> np.ndarray:
+    """A numeric column as float64 (Duration → seconds; Datetime rejected; nulls dropped)."""
+    if column not in df.columns:
+        raise TraceflowError(f"no column {column!r} (have: {', '.join(df.columns[:20])})", path=path)
+    s = df.get_column(column)
+    if s.dtype == pl.Duration or isinstance(s.dtype, pl.Duration):
+        s = s.dt.total_nanoseconds().cast(pl.Float64) / 1e9
+    elif not s.dtype.is_numeric() and s.dtype != pl.Boolean:
+        raise InputFormatError(f"column {column!r} is {s.dtype}, not numeric", path=path)
+    return s.drop_nulls().cast(pl.Float64).to_numpy()
