@@ -1,4 +1,5 @@
-"""``traceflow demo [-o OUT]``: ingest → flows → fit → replay → compare → report on the bundled sample."""
+"""``traceflow demo [-o OUT]``: ingest → flows → fit → replay → compare → report on the bundled
+sample."""
 import click
 
 from traceflow.cli.options import echo_json, json_option

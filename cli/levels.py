@@ -21,6 +21,7 @@ class Duration(click.ParamType):
         except TraceflowError as exc:
             self.fail(str(exc), param, ctx)
 
+
 def block_series(path, scale_ns, *, column=None, bin_ns=None):
     """Per-block totals of INPUT at ``scale_ns`` (float64).
 
@@ -52,7 +53,8 @@ def _format(result):
     for lvl in range(h):
         row = " ".join("  -  " if p != p else f"{p:5.3f}" for p in result.prob[lvl])
         cm = result.cond_mean[lvl]
-        lines.append(f"L1={lvl + 1:<2d} {row}   {'-' if cm != cm else f'{cm:.2f}':>5}  {result.table[lvl, h]}")
+        cms = "-" if cm != cm else f"{cm:.2f}"
+        lines.append(f"L1={lvl + 1:<2d} {row}   {cms:>5}  {result.table[lvl, h]}")
     lines.append("Pr{L2}     " + " ".join(f"{p:5.3f}" for p in result.marginal))
     s = result.summary
     lines.append(f"mutual information {s['mutual_information']:.4f} bit ({s['mi_normalized']:.1%} of H(L2)); "

@@ -9,7 +9,8 @@ from traceflow.cli.options import echo_json, json_option
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Run directory to write (summary.json, tables, g1-g2.pcap).")
 @click.option("--scenario", type=click.Path(dir_okay=False),
-              help="Scenario TOML for the bottleneck, TCP flavor and hosts (e.g. replays/replay_testbed.toml).")
+              help="Scenario TOML for the bottleneck, TCP flavor and hosts "
+                   "(e.g. replays/replay_testbed.toml).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario key, e.g. --set topology.bottleneck.rate=2e6 (repeatable).")
 @click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False),
@@ -21,7 +22,8 @@ from traceflow.cli.options import echo_json, json_option
               help="Per-flow RTTs as measured by the handshake, or all at their 5th percentile "
                    "(the propagation part; measured RTTs include queueing the simulator adds again).")
 @click.option("--no-normalize", is_flag=True,
-              help="Model mode: keep the raw sampled sizes (no sample-path normalization to the fitted mean).")
+              help="Model mode: keep the raw sampled sizes (no sample-path normalization to the "
+                   "fitted mean rate).")
 @json_option
 def command(source, out_dir, scenario, overrides, model_path, duration, seed, rtt_mode, no_normalize,
             as_json):

@@ -4,7 +4,9 @@
     python datasets/make_samples.py --update   # ... and rewrite them in registry.toml
 
 Each sample is the bottleneck capture of a simulator run of a scenario stored next to it
-(``samples/<name>.toml``), gzip-compressed without a timestamp so a rerun is byte-identical.
+(``samples/<name>.toml``), gzip-compressed without a timestamp, so a rerun with the same
+simulator version is byte-identical (a changed simulator changes the sample: rerun with --update
+and commit both).
 """
 import argparse
 import gzip

@@ -22,7 +22,8 @@ from traceflow.errors import InputFormatError, TraceflowError
 
 HERE = Path(__file__).resolve().parent
 REGISTRY = HERE / "registry.toml"
-_KEYS = {"name", "description", "provenance", "licence", "bundled", "location", "files", "url"}
+_REQUIRED = {"name", "description", "provenance", "licence", "bundled", "location", "files"}
+_KEYS = _REQUIRED | {"url"}
 
 
 @dataclass
@@ -81,7 +82,7 @@ def load_registry(path=REGISTRY) -> list[Dataset]:
         unknown = set(entry) - _KEYS
         if unknown:
             raise InputFormatError(f"dataset #{i}: unknown key {sorted(unknown)[0]!r}", path=path)
-        missing = {"name", "description", "provenance", "licence", "bundled", "location", "files"} - set(entry)
+        missing = _REQUIRED - set(entry)
         if missing:
             raise InputFormatError(f"dataset #{i}: missing key {sorted(missing)[0]!r}", path=path)
         try:

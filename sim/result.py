@@ -209,5 +209,5 @@ def summarize(built, wall_s, pcap_dir):
         "timeouts": int(fs["timeouts"].sum()),
         "response_time_by_size": _response_bins(tr["size"][done], dur_t[done]),
     }
-    pcaps = [str(Path(pcap_dir) / Path(w.path).name) for w in built.pcaps]
+    pcaps = [w.path for w in built.pcaps]
     return Result(summary, flows, transfers, series, queue, links, sc, pcaps)

@@ -380,9 +380,10 @@ def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_di
     go to ``pcap_dir`` (default: a temporary directory that ``Result.write`` copies from).
     """
     sc = load_scenario(scenario, overrides, seed)
-    if pcap_dir is None:
-        pcap_dir = tempfile.mkdtemp(prefix="traceflow-sim-")
-    Path(pcap_dir).mkdir(parents=True, exist_ok=True)
+    if any(spec.pcap for _, _, spec in build_network(sc.topology).links):
+        if pcap_dir is None:
+            pcap_dir = tempfile.mkdtemp(prefix="traceflow-sim-")
+        Path(pcap_dir).mkdir(parents=True, exist_ok=True)
     scale = {}
     iterate = {gi: t.size for gi, t in enumerate(sc.traffic)
                if t.kind == "files" and t.size.normalize == "iterate"}

@@ -80,7 +80,7 @@ cdef class TcpSender(Agent):
     cdef readonly int64_t n_seg, last_payload, avail
     cdef readonly int64_t snd_una, snd_nxt, snd_max
     cdef public double cwnd, ssthresh
-    cdef readonly int64_t dupacks, recover
+    cdef readonly int64_t dupacks, recover, dupwnd
     cdef readonly bint in_recovery
     cdef readonly double srtt, rttvar          # ns
     cdef readonly bint have_rtt
@@ -139,6 +139,7 @@ cdef class TcpSender(Agent):
         self.cwnd = self.init_cwnd
         self.ssthresh = self.init_ssthresh
         self.dupacks = 0
+        self.dupwnd = 0
         self.recover = -1
         self.in_recovery = False
         self.have_rtt = False
@@ -239,7 +240,7 @@ cdef class TcpSender(Agent):
         self._inject(p, now)
 
     cdef inline int64_t window(self) noexcept:
-        cdef int64_t w = <int64_t>self.cwnd
+        cdef int64_t w = <int64_t>self.cwnd + self.dupwnd
         if w > self.rwnd:
             w = self.rwnd
         return w if w >= 1 else 1
@@ -352,6 +353,7 @@ cdef class TcpSender(Agent):
         self.cwnd = 1.0
         self.in_recovery = False
         self.dupacks = 0
+        self.dupwnd = 0
         self.recover = self.snd_max
         self.snd_nxt = self.snd_una          # go back N
         self.cc.on_loss(self, True, now)
@@ -423,6 +425,7 @@ cdef class TcpSender(Agent):
             self.cc.on_ack(self, newly, now)
         self.snd_una = ack
         self.dupacks = 0
+        self.dupwnd = 0
         if self.snd_nxt < ack:
             self.snd_nxt = ack
         if self.hook is not None:
@@ -443,10 +446,18 @@ cdef class TcpSender(Agent):
             self.cwnd += 1.0
             self.send_much(now)
             return
+        if self.dupacks > 3 and rec != RECOVERY_TAHOE and self.snd_una <= self.recover:
+            # duplicate ACKs past the third while a new fast retransmit is not allowed: each one
+            # still means a packet left the network, so let one more in (ns-2 Reno's dupwnd_)
+            self.dupwnd += 1
+            self.send_much(now)
+            return
         if self.dupacks != 3:
             return
-        if self.snd_una < self.recover:
-            return      # still inside the window of the previous loss event (RFC 6582, ns-2 bug_fix_)
+        if self.snd_una <= self.recover:
+            # the ACK does not cover everything outstanding at the last loss event (RFC 6582
+            # step 2, ns-2 bug_fix_): these dupacks may come from go-back-N duplicates
+            return
         self.sim.flows[self.flow].fast_retx += 1
         self.ssthresh = self.cc.ssthresh_on_loss(self)
         self.recover = self.snd_max

@@ -12,7 +12,7 @@ from traceflow.cli.main import cli
 from traceflow.errors import TraceflowError
 from traceflow.fgn import fgn
 from traceflow.hurst import (DEFAULT_METHODS, METHODS, daubechies, dfa, estimate, parse_methods,
-                             wavelet)
+                             rescaled_range, wavelet)
 
 HS = (0.5, 0.6, 0.7, 0.8, 0.9)
 SEEDS = range(10)
@@ -95,6 +95,25 @@ def test_daubechies_filters():
             assert abs(np.dot(h[s:], h[:-s])) < 1e-10
         for p in range(N):
             assert abs(np.sum(np.arange(h.size) ** p * g)) < 1e-8
+
+
+def test_dfa_and_rs_equal_nolds_with_the_same_settings():
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("nolds")
+    if spec is None:
+        pytest.skip("nolds not installed")
+    # nolds 0.6.3's package __init__ fails on Python 3.11 (datasets loader); measures.py is standalone
+    mspec = importlib.util.spec_from_file_location(
+        "nolds_measures", os.path.join(spec.submodule_search_locations[0], "measures.py"))
+    nolds = importlib.util.module_from_spec(mspec)
+    mspec.loader.exec_module(nolds)
+    x = fgn(1 << 14, 0.75, rng=2)
+    d = dfa(x)
+    assert d.H == pytest.approx(nolds.dfa(x, nvals=d.scales, overlap=False, fit_exp="poly"), abs=1e-9)
+    r = rescaled_range(x)  # Anis–Lloyd–Peters corrected, as nolds' default
+    assert r.H == pytest.approx(nolds.hurst_rs(x, nvals=r.scales, fit="poly", unbiased=False), abs=1e-9)
 
 
 def test_nonstationary_series_is_flagged():

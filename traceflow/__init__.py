@@ -11,7 +11,6 @@ __version__ = "0.1.0"
 _LAZY = {
     "read_packets": "traceflow.pcap.reader",
     "iter_batches": "traceflow.pcap.reader",
-    "flows": "traceflow.flows",
     "TraceflowError": "traceflow.errors",
 }
 

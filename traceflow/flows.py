@@ -230,12 +230,12 @@ def _rtts(conns, idle_ns):
     # Karn's rule: no sample from a SYN or SYN/ACK that was sent more than once. Counted over
     # the whole connection: seen from the client, the server's first SYN/ACK may be lost before
     # the capture point and only its retransmission (and a later duplicate) seen.
-    a = pl.col("client_is_a")
-    syn_ok = pl.when(a).then("syn_a").otherwise("syn_b") <= 1
-    sa_ok = pl.when(a).then("synack_b").otherwise("synack_a") <= 1
+    client_a = pl.col("client_is_a")
+    syn_ok = pl.when(client_a).then("syn_a").otherwise("syn_b") <= 1
+    sa_ok = pl.when(client_a).then("synack_b").otherwise("synack_a") <= 1
 
-    def interval(a, b, ok=True):
-        dt = at(b) - at(a)
+    def interval(since, until, ok=True):
+        dt = at(until) - at(since)
         return pl.when(ok & (dt >= 0) & (dt <= idle_ns)).then(dt / 1e9)
 
     has_syn, has_sa, has_ack = (pl.col(c) >= 0 for c in ("t_syn", "t_synack", "t_ack"))

@@ -104,6 +104,7 @@ def split_connections(const int64_t[:] gid, const int64_t[:] ts,
     ``gid[i]`` numbers the endpoint pair of packet i (0 .. n_pairs-1, see :func:`pair_ids`);
     ``fwd[i]`` its direction (0/1) within the pair; ``payload[i]`` the transport payload length;
     ``idle_ns`` the idle timeout in nanoseconds.
+
     A connection of a pair ends before packet i when the gap to the pair's previous packet
     exceeds ``idle_ns`` (unless packet i's timestamp is a lone glitch: the pair's next packet
     jumps back by more than ``idle_ns``), or when i is a TCP SYN (without ACK) whose sequence
@@ -126,10 +127,9 @@ def split_connections(const int64_t[:] gid, const int64_t[:] ts,
     ``last_of_pair`` uint8; ``client_fwd`` int8 direction of the client (sender of the first SYN
     without ACK, else receiver of the first SYN/ACK, else -1 = first sender); handshake event
     times ``t_syn``, ``t_synack``, ``t_ack``, ``t_data1``, ``t_data2`` (int64 ns, -1 = none):
-    the client's first SYN, the server's first SYN/ACK, the final ACK, the first two data
-    packets. The final ACK is the client's first
-    ACK without SYN/RST after the server's SYN/ACK (after the SYN if no SYN/ACK was seen); data
-    packets are the first two with payload after it, in either direction.
+    the client's first SYN, the server's first SYN/ACK, the final ACK (the client's first ACK
+    without SYN/RST after the server's SYN/ACK, or after the SYN if no SYN/ACK was seen), and
+    the first two packets with payload after it, in either direction.
     """
     cdef Py_ssize_t n = ts.shape[0], i, j
     cdef int64_t n_pairs = 0

@@ -151,13 +151,18 @@ def rescaled_range(x, *, d_min=16, min_blocks=4, points=20, pox_blocks=32,
     ds = _log_scales(d_min, n // min_blocks, points)
     mean_rs = np.empty(ds.size)
     pox_x, pox_y = [], []
+    xc = x - x.mean()  # global centring keeps the running sums small (precision)
+    cs = np.concatenate([[0.0], np.cumsum(xc)])
+    cs2 = np.concatenate([[0.0], np.cumsum(xc * xc)])
     for i, d in enumerate(ds):
+        # per block: walk_j = Σ_{t≤j} x_t − j·mean, from the global running sums (no per-row cumsum)
         k = n // d
-        blocks = x[: k * d].reshape(k, d)
-        dev = blocks - blocks.mean(axis=1, keepdims=True)
-        walk = np.cumsum(dev, axis=1)
+        start = cs[0: k * d: d]
+        means = (cs[d: k * d + 1: d] - start) / d
+        walk = cs[1: k * d + 1].reshape(k, d) - start[:, None]
+        walk -= np.arange(1, d + 1)[None, :] * means[:, None]
         R = np.maximum(walk.max(axis=1), 0) - np.minimum(walk.min(axis=1), 0)
-        S = dev.std(axis=1)
+        S = np.sqrt(np.maximum((cs2[d: k * d + 1: d] - cs2[0: k * d: d]) / d - means ** 2, 0))
         ok = S > 0
         rs = R[ok] / S[ok]
         mean_rs[i] = rs.mean() if rs.size else np.nan

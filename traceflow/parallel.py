@@ -19,6 +19,8 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -185,15 +187,24 @@ def _iter_inline(fn, items, retries):
                 break
 
 
-def _ignore_sigint():
-    # Ctrl-C belongs to the parent, which cancels the pool; workers must not die mid-task and
+def _init_worker(parent):
+    # Ctrl-C belongs to the parent, which stops the pool; workers must not die mid-task and
     # break the pool before the parent has stopped cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL, SIGTERM) cannot stop its workers: they stop themselves
+    # instead of finishing a long simulation nobody waits for.
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_with_parent(parent, period=1.0):
+    while os.getppid() == parent:
+        time.sleep(period)
+    os._exit(1)
 
 
 def _new_pool(workers):
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_ignore_sigint)
+                               initializer=_init_worker, initargs=(os.getpid(),))
 
 
 def _iter_pool(fn, items, workers, retries):

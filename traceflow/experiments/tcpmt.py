@@ -350,7 +350,8 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
     for T in scales:
         a, b = res[(lo_a, T)].summary, res[(hi_a, T)].summary
         comp.append(_row(f"T={T}s: mutual information I(L1;L2), alpha={lo_a} vs {hi_a} (bit)",
-                         "alpha=1.05 predictable, 1.95 not", [a["mutual_information"], b["mutual_information"]],
+                         "alpha=1.05 predictable, 1.95 not",
+                         [a["mutual_information"], b["mutual_information"]],
                          a["mutual_information"] > b["mutual_information"],
                          "agree = alpha 1.05 carries more information about the next level"))
         comp.append(_row(f"T={T}s: alpha={lo_a} diagonal mass Pr{{L2=L1}} vs independence",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceflow.errors import TraceflowError
-from traceflow.parallel import map_tasks
+from traceflow.parallel import default_workers, map_tasks
 from traceflow.report.html import render_page
 
 
@@ -53,7 +53,7 @@ def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=N
         jobs = [_InputJob(str(Path(p).resolve()), str(tmp.resolve()), i + 1)
                 for i, p in enumerate(inputs)]
         sections = map_tasks(_input_job, jobs, executor=executor,
-                             workers=workers or min(len(jobs), 2) or 1, scheduler=scheduler,
+                             workers=workers or min(len(jobs), default_workers()), scheduler=scheduler,
                              label="inputs", progress=progress) if jobs else []
         comparison = None
         if measured is not None:
