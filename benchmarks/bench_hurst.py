@@ -13,8 +13,6 @@ import math
 import os
 import time
 
-import numpy as np
-
 BUDGET_S = 5.0
 
 

@@ -3,7 +3,7 @@
 Target: 2 workers finish at least 1.8x as many cells per second as 1 worker on a 2-core machine
 (process start-up and result collection are the only overhead a sweep may add). The cells are real
 simulations when the simulator is built (the dumbbell of replays/dumbbell.toml at 50 Mb/s,
-120 simulated seconds, about 1 s of CPU each), else a CPU-bound NumPy stand-in. The ratio is
+400 simulated seconds, about 1 s of CPU each), else a CPU-bound NumPy stand-in. The ratio is
 only meaningful on an otherwise idle machine.
 """
 import os
@@ -39,11 +39,11 @@ def _setup(quick):
         from traceflow.sweep import load_scenario, set_dotted
 
         base, _ = load_scenario(files("traceflow.replays") / "dumbbell.toml")
-        set_dotted(base, "simulation.duration", 30.0 if quick else 120.0)
+        set_dotted(base, "simulation.duration", 60.0 if quick else 400.0)
         set_dotted(base, "topology.bottleneck.rate", 5e7)
         validate(base)
-        return run_summary, base, {"topology.bottleneck.queue.limit": list(range(20, 20 + cells))}, \
-            f"{cells} dumbbell simulations"
+        grid = {"topology.bottleneck.queue.limit": list(range(20, 20 + cells))}
+        return run_summary, base, grid, f"{cells} dumbbell simulations"
     except ImportError:
         base = {"simulation": {"seed": 5}, "rounds": 40 if quick else 60}
         return cpu_cell, base, {"cell": list(range(cells))}, f"{cells} NumPy stand-in cells"

@@ -24,10 +24,10 @@ def _clean(obj):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return _clean(obj.item())
-    if hasattr(obj, "tolist"):  # numpy arrays
+    if getattr(obj, "ndim", 0) > 0 and hasattr(obj, "tolist"):  # numpy arrays
         return _clean(obj.tolist())
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars and 0-d arrays
+        return _clean(obj.item())
     return obj
 
 

@@ -1,4 +1,4 @@
-"""``traceflow sweep SCENARIO.toml --grid key=v1,v2 ... -o SWEEP_DIR``: a resumable parameter sweep."""
+"""``traceflow sweep SCENARIO.toml --grid key=v1,v2 ... -o SWEEP_DIR``: a resumable sweep."""
 from pathlib import Path
 
 import click

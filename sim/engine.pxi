@@ -74,6 +74,8 @@ cdef class Simulator:
     cdef readonly int64_t drops_noroute
 
     def __cinit__(self):
+        global _pool_uid
+        _pool_uid = 0          # packet uids (pcap IP ids) count from 0 in every run
         self.capheap = 1024
         self.heap = <Event*>malloc(self.capheap * sizeof(Event))
         self.keep = []

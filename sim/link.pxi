@@ -1,9 +1,9 @@
 # Links: one direction, one Queue, a transmitter of ``rate_bps`` and a propagation delay.
 #
-# send(): random-loss-free entry into the queue (the queue may drop); when the transmitter is idle
-# the head packet is dequeued and occupies it for size*8/rate; then it propagates for ``delay`` and
-# arrives at the far node. Optional random loss happens on the wire (after transmission), so the
-# packet has used capacity and shows in the link's pcap and series.
+# send(): entry into the queue (the queue may drop); when the transmitter is free the head packet
+# is dequeued and occupies it for size*8/rate; then it propagates for ``delay`` and arrives at the
+# far node. Optional random loss happens on the wire, so the packet has used capacity and shows in
+# the link's pcap and series.
 
 cdef enum:
     LINK_TX_DONE = 1
@@ -19,8 +19,8 @@ cdef class Link(Component):
     cdef double ns_per_byte
     cdef readonly int64_t delay             # ns
     cdef readonly Queue queue
-    cdef readonly bint busy
-    cdef Packet* in_service
+    cdef readonly int64_t busy_until        # the transmitter is free from this time on
+    cdef bint tx_pending                    # a TX_DONE wake-up is scheduled
     cdef readonly double loss_p
     cdef Rng rng
     cdef PcapWriter pcap
@@ -57,8 +57,6 @@ cdef class Link(Component):
 
     def __dealloc__(self):
         free(self.ser)
-        if self.in_service != NULL:
-            pkt_free(self.in_service)
 
     def attach(self, Simulator sim):
         self.sim = sim
@@ -108,18 +106,29 @@ cdef class Link(Component):
             self.q_max_bytes = self.queue.len_bytes
         if self.ser != NULL:
             self.ser[5 * self._bin(now) + 4] += self.queue.drop_pkts - d0
-        if not self.busy:
+        self._poke(now)
+
+    cdef inline void _poke(self, int64_t now) except *:
+        """Transmit now if the transmitter is free, else make sure it is woken when it frees."""
+        if self.tx_pending:
+            return
+        if now >= self.busy_until:
             self._start_tx(now)
+        elif self.queue.len_pkts > 0:
+            self.tx_pending = True
+            self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
     cdef void _start_tx(self, int64_t now) except *:
+        # The packet's whole life on this link is scheduled at once: it occupies the transmitter
+        # until busy_until and arrives at busy_until + delay. A wake-up (TX_DONE) event exists
+        # only while packets wait, so uncongested links cost one event per packet.
         self._q_integrate(now)
         cdef Packet* p = self.queue.dequeue(now)
         cdef int64_t tx
         if p == NULL:
             return
-        self.busy = True
-        self.in_service = p
         tx = <int64_t>(p.size * self.ns_per_byte + 0.5)
+        self.busy_until = now + tx
         self.busy_ns += tx
         self.departures += 1
         self.departure_bytes += p.size
@@ -128,31 +137,35 @@ cdef class Link(Component):
             self.ser[5 * self._bin(now) + 3] += 1
         if self.pcap is not None:
             self.pcap.write(p, now)
-        self.sim.schedule(now + tx, self, LINK_TX_DONE, NULL, 0)
+        if self.loss_p > 0.0 and rng_uniform(&self.rng) < self.loss_p:
+            # lost on the wire: it used the transmitter but never arrives
+            self.lost += 1
+            self.lost_bytes += p.size
+            self.sim.drop(p)
+        else:
+            self.on_wire += 1
+            self.sim.schedule(self.busy_until + self.delay, self, LINK_ARRIVE, p, 0)
+        if self.queue.len_pkts > 0:
+            self.tx_pending = True
+            self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
     cdef void kick(self, int64_t now) except *:
         """Start transmitting if idle and the queue has a packet (for disciplines that hold packets)."""
-        if not self.busy:
-            self._start_tx(now)
+        self._poke(now)
 
     cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
         if kind == LINK_TX_DONE:
-            p = self.in_service
-            self.in_service = NULL
-            self.busy = False
-            if self.loss_p > 0.0 and rng_uniform(&self.rng) < self.loss_p:
-                self.lost += 1
-                self.lost_bytes += p.size
-                self.sim.drop(p)
-            else:
-                self.on_wire += 1
-                self.sim.schedule(now + self.delay, self, LINK_ARRIVE, p, 0)
+            self.tx_pending = False
             self._start_tx(now)
         elif kind == LINK_ARRIVE:
             self.on_wire -= 1
             self.delivered += 1
             self.delivered_bytes += p.size
             self.dst_node.receive(p, now)
+
+    @property
+    def busy(self):
+        return self.sim is not None and self.sim.now < self.busy_until
 
     # ---- results ----
     def finish(self, int64_t now):
@@ -169,7 +182,7 @@ cdef class Link(Component):
             "queue_drops": q.drop_pkts, "queue_drop_bytes": q.drop_bytes,
             "lost": self.lost, "lost_bytes": self.lost_bytes,
             "delivered": self.delivered, "delivered_bytes": self.delivered_bytes,
-            "on_wire": self.on_wire, "in_service": int(self.busy),
+            "on_wire": self.on_wire,
             "queue_pkts": q.len_pkts, "queue_bytes": q.len_bytes,
             "mean_queue_pkts": self.q_area_pkts / now if now > 0 else 0.0,
             "mean_queue_bytes": self.q_area_bytes / now if now > 0 else 0.0,
@@ -179,12 +192,9 @@ cdef class Link(Component):
         }
 
     def packets_by_flow(self):
-        """{(flow, dir): packets} queued or being transmitted on this link."""
-        out = self.queue.packets_by_flow()
-        if self.in_service != NULL:
-            key = (self.in_service.flow, self.in_service.dir)
-            out[key] = out.get(key, 0) + 1
-        return out
+        """{(flow, dir): packets} waiting in this link's queue (packets being transmitted or
+        propagating are in the simulator's pending events)."""
+        return self.queue.packets_by_flow()
 
     def series(self):
         """(bin_ns, dict of numpy arrays) or None when the link is not monitored."""

@@ -19,7 +19,7 @@ cdef enum:
     DIR_REV = 1     # acknowledgements / control back to the sender
 
 ctypedef struct Packet:
-    int64_t uid         # unique per simulator run (creation order)
+    int64_t uid         # creation order within the run
     int64_t seq         # TCP data: segment index within the connection; UDP: packet number
     int64_t ack         # TCP ACK: next expected segment index (cumulative)
     int64_t ts          # data: sender timestamp (ns); ACK: echo of the timestamp of the segment acked

@@ -100,7 +100,7 @@ def build(cls, data, path=""):
     if not isinstance(data, dict):
         raise _err(path, f"expected a table, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for key in data:
         if key not in fields:
             raise _err(f"{path}.{key}" if path else key,
@@ -342,6 +342,8 @@ class TcpConfig:
     tick: float = _meta(0.01, min=0, doc="timer granularity, s (RTO rounded up to it)")
     rtt_per_ack: bool = _meta(False, doc="RTO estimator fed by every ACK's timestamp echo "
                                          "(default: one timed segment per RTT, as ns-2)")
+    limited_transmit: bool = _meta(True, doc="RFC 3042 / ns-2 singledup_: one new segment on "
+                                             "each of the first two duplicate ACKs")
     delayed_ack: bool = _meta(False)
     delack_timeout: float = _meta(0.1, gt=0)
     handshake: bool = _meta(True, doc="SYN / SYN-ACK before data")
@@ -420,7 +422,7 @@ class Scenario:
     monitor: Monitor = _meta(factory=Monitor)
     name: str = _meta("")
     description: str = _meta("")
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict = field(default_factory=dict, repr=False, compare=False, init=False)
 
     def validate(self, path):
         if not self.traffic:

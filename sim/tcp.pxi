@@ -67,6 +67,7 @@ cdef class TcpSender(Agent):
     cdef public int64_t min_rto, max_rto, init_rto, tick
     cdef public bint handshake
     cdef public bint rtt_per_ack                # RTO estimator fed by every ACK (timestamps)
+    cdef public bint limited_transmit           # RFC 3042: new data on the 1st and 2nd dupack
     cdef public int64_t extra_delay             # one-way delay line in front of the host, ns
     cdef public double xi                       # congestion-avoidance slope: cwnd += xi/cwnd
     cdef public CongestionOps cc
@@ -80,7 +81,7 @@ cdef class TcpSender(Agent):
     cdef readonly int64_t n_seg, last_payload, avail
     cdef readonly int64_t snd_una, snd_nxt, snd_max
     cdef public double cwnd, ssthresh
-    cdef readonly int64_t dupacks, recover, dupwnd
+    cdef readonly int64_t dupacks, recover
     cdef readonly bint in_recovery
     cdef readonly double srtt, rttvar          # ns
     cdef readonly bint have_rtt
@@ -139,7 +140,6 @@ cdef class TcpSender(Agent):
         self.cwnd = self.init_cwnd
         self.ssthresh = self.init_ssthresh
         self.dupacks = 0
-        self.dupwnd = 0
         self.recover = -1
         self.in_recovery = False
         self.have_rtt = False
@@ -240,7 +240,7 @@ cdef class TcpSender(Agent):
         self._inject(p, now)
 
     cdef inline int64_t window(self) noexcept:
-        cdef int64_t w = <int64_t>self.cwnd + self.dupwnd
+        cdef int64_t w = <int64_t>self.cwnd
         if w > self.rwnd:
             w = self.rwnd
         return w if w >= 1 else 1
@@ -261,6 +261,16 @@ cdef class TcpSender(Agent):
                 self.snd_max = self.snd_nxt
         if self.snd_max > self.snd_una and not self.rto_armed:
             self._timer_set(now + self._rto_value())
+
+    cdef void _send_one_new(self, int64_t now) except *:
+        """Limited transmit (RFC 3042, ns-2 singledup_): one new segment on the first and second
+        duplicate ACK, within the receiver window but regardless of cwnd."""
+        if (self.state == TCP_ESTABLISHED and self.snd_nxt == self.snd_max
+                and self.snd_nxt < self.avail and self.snd_nxt < self.n_seg
+                and self.snd_nxt < self.snd_una + self.rwnd):
+            self._send_seg(self.snd_nxt, now)
+            self.snd_nxt += 1
+            self.snd_max = self.snd_nxt
 
     cdef void retransmit(self, int64_t seg, int64_t now) except *:
         self._send_seg(seg, now)
@@ -353,7 +363,6 @@ cdef class TcpSender(Agent):
         self.cwnd = 1.0
         self.in_recovery = False
         self.dupacks = 0
-        self.dupwnd = 0
         self.recover = self.snd_max
         self.snd_nxt = self.snd_una          # go back N
         self.cc.on_loss(self, True, now)
@@ -421,11 +430,10 @@ cdef class TcpSender(Agent):
                 return
             self.in_recovery = False
             self.cwnd = self.ssthresh
-        else:
-            self.cc.on_ack(self, newly, now)
+        # window growth on every new ACK, including the one that ends fast recovery (as ns-2)
+        self.cc.on_ack(self, newly, now)
         self.snd_una = ack
         self.dupacks = 0
-        self.dupwnd = 0
         if self.snd_nxt < ack:
             self.snd_nxt = ack
         if self.hook is not None:
@@ -446,11 +454,9 @@ cdef class TcpSender(Agent):
             self.cwnd += 1.0
             self.send_much(now)
             return
-        if self.dupacks > 3 and rec != RECOVERY_TAHOE and self.snd_una <= self.recover:
-            # duplicate ACKs past the third while a new fast retransmit is not allowed: each one
-            # still means a packet left the network, so let one more in (ns-2 Reno's dupwnd_)
-            self.dupwnd += 1
-            self.send_much(now)
+        if self.dupacks < 3:
+            if self.limited_transmit:
+                self._send_one_new(now)
             return
         if self.dupacks != 3:
             return

@@ -106,13 +106,13 @@ def test_fairshare_equalises_flows_with_rtts_spread_10_to_1():
     assert fair.summary["link_utilization"] > 0.9
 
 
-def _built(scenario):
-    b = Built(load_scenario(scenario), "/tmp")
+def _built(scenario, pcap_dir):
+    b = Built(load_scenario(scenario), str(pcap_dir))
     b.run()
     return b
 
 
-def test_lifetime_upgrade_on_the_wire():
+def test_lifetime_upgrade_on_the_wire(tmp_path):
     # one lossless 200-segment transfer through LFT-DT: the short class carries exactly the
     # first 50 packets, the long class the rest
     sc = {"simulation": {"duration": 5.0, "mss": 1000, "queue_sample": 0},
@@ -121,20 +121,20 @@ def test_lifetime_upgrade_on_the_wire():
           "tcp": {"handshake": False},
           "traffic": [{"kind": "files", "src": "l0", "dst": "r0", "first_idle": False,
                        "idle": 100.0, "size": {"dist": "fixed", "mean": 200_000}}]}
-    b = _built(sc)
+    b = _built(sc, tmp_path)
     short, long_ = b.bottleneck.queue.class_bytes()
     assert short == 50 * 1040
     assert long_ == 150 * 1040
 
 
-def test_capm_signature_drops_in_simulation():
+def test_capm_signature_drops_in_simulation(tmp_path):
     code = [1, 0, 1, 1, 0, 0, 1, 0]
     q = {"kind": "perturb", "inner": {"kind": "droptail", "limit": 1000},
          "signatures": [{"code": code, "chip": 0.5, "amplitude": 40.0}]}
     sc = _udp_weights_scenario([1.0])
     sc["topology"]["bottleneck"]["queue"] = q
     sc["simulation"]["duration"] = 8.0
-    b = _built(sc)
+    b = _built(sc, tmp_path)
     drops = b.bottleneck.queue.perturber.drop_counts()["signature"][0]
     # 2 code periods of 4 s, 4 one-chips of 0.5 s each at 40 drops/s
     assert drops == pytest.approx(2 * 4 * 0.5 * 40, abs=2)
@@ -142,12 +142,12 @@ def test_capm_signature_drops_in_simulation():
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
-def test_presets_build(name):
+def test_presets_build(name, tmp_path):
     lifetime, rtt, sub = PRESETS[name]
     sc = _udp_weights_scenario([1.0])
     sc["topology"]["bottleneck"]["queue"] = preset_queue(name, 24, [0.15, 0.45])
     sc["simulation"]["duration"] = 0.1
-    b = _built(sc)
+    b = _built(sc, tmp_path)
     q = b.bottleneck.queue
     assert q.n_classes == (2 if lifetime else 1) * (3 if rtt else 1)
     assert all(type(s).__name__ == {"droptail": "DropTail", "red": "RED"}[sub] for s in q.subqueues)

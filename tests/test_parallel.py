@@ -3,6 +3,10 @@ many files into a partitioned Parquet dataset."""
 import copy
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +48,13 @@ def die_once(args):
         marker.write_text("died")
         os._exit(17)
     return value
+
+
+def record_pid_and_sleep(args):
+    folder, seconds = args
+    (Path(folder) / str(os.getpid())).write_text("")
+    time.sleep(seconds)
+    return seconds
 
 
 def read_and_double(path):
@@ -89,6 +100,32 @@ def test_dead_worker_process_is_replaced_and_its_tasks_rerun(tmp_path):
         if i != 2:
             (tmp_path / f"never{i}").write_text("")  # only task 2 kills its worker
     assert map_tasks(die_once, items, workers=2, retries=1, progress=False) == list(range(6))
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_workers_stop_when_their_parent_is_killed(tmp_path):
+    code = ("import sys; from traceflow.parallel import map_tasks; import test_parallel as t; "
+            f"map_tasks(t.record_pid_and_sleep, [({str(tmp_path)!r}, 60)] * 2, workers=2)")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    parent = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+    parent.send_signal(signal.SIGTERM)  # no cleanup runs in the parent
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
 
 
 def test_dask_local_cluster_matches_local_pool():

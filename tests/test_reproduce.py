@@ -91,8 +91,9 @@ def test_reproduce_writes_summary_and_page(tmp_path, quick, agree):
 def test_failed_runner_leaves_no_output(tmp_path):
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="runner crashed"):
-        CliRunner().invoke(cli, ["reproduce", str(_experiment(tmp_path, "test_reproduce:broken_runner")),
-                                 "-o", str(out)], catch_exceptions=False)
+        experiment = _experiment(tmp_path, "test_reproduce:broken_runner")
+        CliRunner().invoke(cli, ["reproduce", str(experiment), "-o", str(out)],
+                           catch_exceptions=False)
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["squares.toml"]
 

@@ -20,8 +20,8 @@ from traceflow.errors import TraceflowError
 from traceflow.series import aggregate, bin_width, block_sums, format_duration, parse_duration
 
 #: 1-2-5 steps from 10 ms to 100 s (includes the paper's five levels)
-DEFAULT_SCALES = tuple(f"{m}{u}" for u in ("ms", "s") for m in ((10, 20, 50, 100, 200, 500)
-                                                                 if u == "ms" else (1, 2, 5, 10, 20, 50, 100)))
+DEFAULT_SCALES = ("10ms", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "2s", "5s", "10s",
+                  "20s", "50s", "100s")
 
 
 @dataclass

@@ -82,7 +82,8 @@ def check_executor(executor, workers=None, scheduler=None):
         try:
             import distributed  # noqa: F401
         except ImportError:
-            raise TraceflowError("--executor dask needs Dask: pip install 'traceflow[dask]'") from None
+            raise TraceflowError("--executor dask needs Dask: pip install 'traceflow[dask]'") \
+                from None
 
 
 def progress_bar(total, *, label=None, enabled=True, done=0):

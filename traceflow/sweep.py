@@ -1,4 +1,4 @@
-"""Parameter sweeps: a scenario × a grid of overrides × replications, resumable and fault-tolerant.
+"""Parameter sweeps: scenario × grid of overrides × replications; resumable and fault-tolerant.
 
 A sweep directory holds::
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from traceflow.atomic import atomic_path, write_text
+from traceflow.cli.options import _clean  # JSON-safe values: NaN -> None, NumPy -> Python
 from traceflow.errors import ScenarioError, TraceflowError
 from traceflow.parallel import iter_tasks, run_summary
 
@@ -65,7 +66,7 @@ def parse_value(text):
 
 
 def parse_grid(specs):
-    """``["key=v1,v2", ...]`` → ``{"key": [v1, v2], ...}`` (values parsed by :func:`parse_value`)."""
+    """``["key=v1,v2", ...]`` → ``{"key": [v1, v2], ...}`` (each value by :func:`parse_value`)."""
     grid = {}
     for spec in specs:
         key, sep, values = spec.partition("=")
@@ -188,16 +189,13 @@ def flatten(summary, prefix=""):
         elif isinstance(value, np.generic):
             flat[name] = value.item()
         else:
-            flat[name] = json.dumps(value, default=_json_default)
+            flat[name] = json.dumps(_clean(value))
     return flat
 
 
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+def _dumps(obj):
+    """Strict JSON text (NaN and infinities as null, NumPy values as Python ones)."""
+    return json.dumps(_clean(obj), indent=2) + "\n"
 
 
 def cell_row(cell, summary):
@@ -244,7 +242,7 @@ class SweepDir:
         record = {"cell": cell.key, "params": cell.params, "replication": cell.replication,
                   "seed": cell.seed, "seconds": seconds, "summary": summary}
         summary_path = self.cells / f"{cell.key}.json"
-        write_text(summary_path, json.dumps(record, indent=2, default=_json_default) + "\n")
+        write_text(summary_path, _dumps(record))
         try:
             with atomic_path(self.cells / f"{cell.key}.parquet") as tmp:
                 pl.DataFrame([cell_row(cell, summary)]).write_parquet(tmp)
@@ -326,12 +324,13 @@ def run_sweep(base, grid, out_dir, *, replications=1, base_seed=None, task=run_s
             summary, seconds = outcome.value
             sweep.write_cell(cell, summary, seconds)
         else:
-            failed.append({"index": cell.index, "cell": cell.key, "params": cell.params, "replication": cell.replication,
+            failed.append({"index": cell.index, "cell": cell.key, "params": cell.params,
+                           "replication": cell.replication,
                            "seed": cell.seed, "attempts": outcome.attempts, "error": outcome.error,
                            "traceback": outcome.traceback})
     failed.sort(key=lambda f: f["index"])
     if failed:
-        write_text(sweep.failed, json.dumps(failed, indent=2, default=_json_default) + "\n")
+        write_text(sweep.failed, _dumps(failed))
     else:
         sweep.failed.unlink(missing_ok=True)
     results = sweep.gather(cells)

@@ -9,10 +9,11 @@ with 1 kB segments.
 
 Common method:
 
-- Background intensity: the background group's mean idle time is calibrated (background alone,
-  same seed and length as the measured runs, at most 4 runs) until the bottleneck carries the target
-  rate within 3%; file sizes are normalized on the sample path (``normalize = "presample"``).
-  So runs at different alpha differ in burstiness, not load (sec. 4.3).
+- Background intensity (sample-path normalization, sec. 4.3): the background group's file sizes are
+  presampled and normalized to their mean (``normalize = "presample"``); that mean, i.e. the Pareto
+  location b, is calibrated with the background alone (same seed and length as the measured runs,
+  at most 6 runs) until the bottleneck carries the target rate within 3%, alpha and the idle times
+  fixed. So runs at different alpha differ in burstiness, not load.
 - Reliable throughput Lambda of a measured connection: unique bytes delivered in order over the run.
   Gain nu = (Lambda_TCP-MT - Lambda_TCP) / Lambda_TCP with the SAME background sample path (same
   seed); with several seeds the gain of the summed throughputs.
@@ -85,10 +86,11 @@ def base_rtt(base):
     return 2 * (2 * access + bott)
 
 
-def variant(base, *, duration, seed, alpha=None, idle=None, cc=None, hook=None, rtt=None,
+def variant(base, *, duration, seed, alpha=None, mean=None, idle=None, cc=None, hook=None, rtt=None,
             count=None, measured=True, bottleneck_rate=None):
     """A copy of ``base`` with the experiment's knobs set.
 
+    ``mean``/``idle``: the background's mean file size (bytes) / mean idle time (s).
     ``hook``: the SSC hook table for the measured group(s) (None: no hook). ``rtt``: the measured
     connections' propagation RTT (s), reached by their extra delay. ``count``: number of measured
     connections (sources l{32}, l{33}, ...). ``measured=False`` drops the measured groups
@@ -101,6 +103,8 @@ def variant(base, *, duration, seed, alpha=None, idle=None, cc=None, hook=None, 
     bg = _background(sc)
     if alpha is not None:
         bg.setdefault("size", {})["alpha"] = float(alpha)
+    if mean is not None:
+        bg.setdefault("size", {})["mean"] = float(mean)
     if idle is not None:
         bg["idle"] = float(idle)
     if bottleneck_rate is not None:
@@ -189,30 +193,33 @@ def _map(scenarios, ex, label):
                      workers=ex.get("workers"), scheduler=ex.get("scheduler"), label=label)
 
 
-def calibrate(base, targets, *, duration, seed, ex, tolerance=0.03, rounds=4):
-    """Background idle time per (alpha, load_bps) so that the background alone carries load_bps.
+def calibrate(base, targets, *, duration, seed, ex, tolerance=0.03, rounds=6):
+    """Background mean file size per (alpha, load_bps) so that the background alone carries load_bps.
 
-    Returns ``{(alpha, load): {"idle": s, "throughput_bps": measured at that idle, "converged":
-    bool, "run": simulate() dict of that run}}``. Each round rescales the idle time by
-    measured/target (load ~ 1/idle while idle periods dominate a client's cycle).
+    The paper's sample-path normalization (sec. 4.3): alpha and the idle times stay fixed and the
+    Pareto location b (here: the normalized mean size, b = mean (alpha - 1) / alpha) is varied
+    until the measured intensity hits the target. With presampled sizes the sample path is the same
+    sequence scaled by b, so the load grows monotonically with it; each round rescales the mean by
+    target/measured (at most 4x per round). Returns ``{(alpha, load): {"mean": bytes,
+    "throughput_bps": measured at that mean, "converged": bool, "run": simulate() dict}}``.
     """
     bg = _background(base)
     clients = int(bg.get("count", 32))
-    mean = float(bg.get("size", {}).get("mean", 4096.0))
-    idle = {t: clients * mean * 8 / t[1] for t in targets}
+    idle = float(bg.get("idle", 1.0))
+    mean = {t: t[1] * idle / (8 * clients) for t in targets}  # load ~ clients * 8 mean / idle
     out = {}
     todo = list(targets)
     for _ in range(rounds):
         if not todo:
             break
-        runs = _map([variant(base, duration=duration, seed=seed, alpha=a, idle=idle[(a, l)],
+        runs = _map([variant(base, duration=duration, seed=seed, alpha=a, mean=mean[(a, l)],
                              measured=False) for a, l in todo], ex, "calibration")
         for t, r in zip(todo, runs):
             got = r["summary"]["throughput_bps"]
-            out[t] = {"idle": idle[t], "throughput_bps": got,
+            out[t] = {"mean": mean[t], "throughput_bps": got,
                       "converged": abs(got / t[1] - 1) <= tolerance, "run": r}
             if got > 0:
-                idle[t] = max(0.01, idle[t] * got / t[1])
+                mean[t] *= min(4.0, max(0.25, t[1] / got))
         todo = [t for t in todo if not out[t]["converged"]]
     return out
 
@@ -335,6 +342,7 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
                                   "count": int(r.table[l1, l2]), "prob": float(r.prob[l1, l2])})
             summ.append({"alpha": a, "scale_s": T, "blocks": int(r.x.size),
                          "background_bps": cal[(a, load)]["throughput_bps"],
+                         "mean_file_bytes": cal[(a, load)]["mean"],
                          **{k: float(v) for k, v in r.summary.items()},
                          "cond_mean": [float(v) for v in r.cond_mean]})
             ax = axes[i][j]
@@ -385,9 +393,9 @@ def _threshold_curves(spec, out_dir, quick, ex, fig_name):
     cal = calibrate(base, [(alpha, l) for l in loads], duration=dur, seed=seeds[0], ex=ex)
     cells, scenarios = [], []
     for load in loads:
-        idle = cal[(alpha, load)]["idle"]
+        bmean = cal[(alpha, load)]["mean"]
         for seed in seeds:
-            common = dict(duration=dur, seed=seed, alpha=alpha, idle=idle, cc=flavor, rtt=rtt)
+            common = dict(duration=dur, seed=seed, alpha=alpha, mean=bmean, cc=flavor, rtt=rtt)
             cells.append((load, "tcp", 0, seed))
             scenarios.append(variant(base, hook=OFF, **common))
             for ci, couple in enumerate(couplings):
@@ -437,8 +445,8 @@ def _threshold_curves(spec, out_dir, quick, ex, fig_name):
     tables = {"throughput": _save_table(df, out_dir, f"{fig_name}_throughput.parquet")}
     text = (f"{flavor} + SSC (threshold schedule, A={_hook(spec).get('A')}), alpha={alpha}, "
             f"RTT={rtt} s, {dur:g} s per run, {len(seeds)} seed(s). Background calibrated to "
-            + ", ".join(f"{l / 1e6:g}->{cal[(alpha, l)]['throughput_bps'] / 1e6:.2f}" for l in loads)
-            + " Mb/s.")
+            + ", ".join(f"{l / 1e6:g}->{cal[(alpha, l)]['throughput_bps'] / 1e6:.2f} Mb/s (mean file "
+                        f"{cal[(alpha, l)]['mean'] / 1e3:.1f} kB)" for l in loads) + ".")
     return _result(spec, figures, tables, comp, text)
 
 
@@ -473,7 +481,7 @@ def _rtt_sweep(spec, quick, ex, label):
                 for mode, hook in (("tcp", OFF), ("tcpmt", _hook(spec))):
                     cells.append((fl, rtt, seed, mode))
                     scenarios.append(variant(base, duration=dur, seed=seed, alpha=alpha,
-                                             idle=cal["idle"], cc=fl, hook=hook, rtt=rtt))
+                                             mean=cal["mean"], cc=fl, hook=hook, rtt=rtt))
     runs = _map(scenarios, ex, label)
     rows = [{"flavor": fl, "rtt_s": rtt, "seed": seed, "mode": mode,
              "throughput_bps": r["measured"][0]["throughput_bps"],
@@ -487,7 +495,8 @@ def _rtt_sweep(spec, quick, ex, label):
            .sort("flavor", "rtt_s"))
     agg = agg.with_columns(gain=pl.col("throughput_bps_tcpmt") / pl.col("throughput_bps_tcp") - 1)
     info = (f"alpha={alpha}, background {cal['throughput_bps'] / 1e6:.2f} Mb/s (target "
-            f"{load / 1e6:g}), {dur:g} s per run, {len(seeds)} seed(s)")
+            f"{load / 1e6:g}, mean file {cal['mean'] / 1e3:.1f} kB), {dur:g} s per run, "
+            f"{len(seeds)} seed(s)")
     return df, agg, flavors, rtts, info
 
 
@@ -583,7 +592,7 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
                 for mode, hook in (("tcp", OFF), ("tcpmt", _hook(spec))):
                     cells.append((fl, a, seed, mode))
                     scenarios.append(variant(base, duration=dur, seed=seed, alpha=a,
-                                             idle=cal[(a, load)]["idle"], cc=fl, hook=hook, rtt=rtt))
+                                             mean=cal[(a, load)]["mean"], cc=fl, hook=hook, rtt=rtt))
     runs = _map(scenarios, ex, "fig10")
     df = pl.DataFrame([{"flavor": fl, "alpha": a, "seed": seed, "mode": mode,
                         "background_bps": cal[(a, load)]["throughput_bps"],
@@ -615,7 +624,8 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     tables = {"runs": _save_table(df, out_dir, "fig10_runs.parquet"),
               "gain": _save_table(agg, out_dir, "fig10_gain.parquet")}
     text = (f"Gain vs alpha at RTT {rtt} s, {dur:g} s per run, {len(seeds)} seed(s); background "
-            "calibrated to " + ", ".join(f"alpha {a}: {cal[(a, load)]['throughput_bps'] / 1e6:.2f} Mb/s"
+            "calibrated to " + ", ".join(f"alpha {a}: {cal[(a, load)]['throughput_bps'] / 1e6:.2f} Mb/s "
+                                         f"(mean file {cal[(a, load)]['mean'] / 1e3:.1f} kB)"
                                          for a in alphas) + ".")
     return _result(spec, figures, tables, comp, text)
 
@@ -631,7 +641,7 @@ def _single_setup(spec, quick, ex):
     load = float(exp.get("background_bps", 5e6))
     seed = _seeds(spec, base)[0]
     cal = calibrate(base, [(alpha, load)], duration=dur, seed=seed, ex=ex)[(alpha, load)]
-    common = dict(duration=dur, seed=seed, alpha=alpha, idle=cal["idle"],
+    common = dict(duration=dur, seed=seed, alpha=alpha, mean=cal["mean"],
                   cc=exp.get("flavor", "rate"), rtt=exp.get("rtt"))
     return exp, base, dur, cal, common
 
@@ -742,7 +752,7 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     t0 = float(base["traffic"][_groups(base, "infinite")[0]].get("start", 0.0))
     length = t0 + max(warm.values(), default=0.0) + max(windows)
     cal = calibrate(base, [(alpha, load)], duration=length, seed=seeds[0], ex=ex)[(alpha, load)]
-    common = dict(alpha=alpha, idle=cal["idle"], cc=flavor, rtt=rtt)
+    common = dict(alpha=alpha, mean=cal["mean"], cc=flavor, rtt=rtt)
     # Case I's a-priori information: a long TCP-MT run on another sample path (seed + 1000)
     priors = _map([variant(base, duration=prior_dur, seed=s + 1000, hook=_hook(spec), **common)
                    for s in seeds], ex, "table2 priors")
@@ -816,7 +826,7 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     load = float(exp.get("background_bps", 5e6))
     seed = _seeds(spec, base)[0]
     cal = calibrate(base, [(alpha, load)], duration=dur, seed=seed, ex=ex)[(alpha, load)]
-    common = dict(duration=dur, seed=seed, alpha=alpha, idle=cal["idle"], cc=exp.get("flavor", "reno"),
+    common = dict(duration=dur, seed=seed, alpha=alpha, mean=cal["mean"], cc=exp.get("flavor", "reno"),
                   rtt=exp.get("rtt"))
     cells = [(n, m) for n in ns for m in ("tcpmt", "tcp")]
     runs = _map([variant(base, count=n, hook=_hook(spec) if m == "tcpmt" else OFF, **common)

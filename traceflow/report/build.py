@@ -52,9 +52,11 @@ def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=N
     with atomic_dir(out_dir) as tmp:
         jobs = [_InputJob(str(Path(p).resolve()), str(tmp.resolve()), i + 1)
                 for i, p in enumerate(inputs)]
-        sections = map_tasks(_input_job, jobs, executor=executor,
-                             workers=workers or min(len(jobs), default_workers()), scheduler=scheduler,
-                             label="inputs", progress=progress) if jobs else []
+        sections = []
+        if jobs:
+            sections = map_tasks(_input_job, jobs, executor=executor, scheduler=scheduler,
+                                 workers=workers or min(len(jobs), default_workers()),
+                                 label="inputs", progress=progress)
         comparison = None
         if measured is not None:
             section, comparison = comparison_section(measured, predicted, tmp,

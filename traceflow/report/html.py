@@ -114,8 +114,8 @@ def section_html(section):
                    f'alt="{html.escape(fig.caption or fig.src, quote=True)}">'
                    f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>")
     if section.links:
-        items = "".join(f'<li><a href="{html.escape(href, quote=True)}">{html.escape(label)}</a></li>'
-                        for label, href in section.links)
+        items = "".join(f'<li><a href="{html.escape(href, quote=True)}">'
+                        f"{html.escape(label)}</a></li>" for label, href in section.links)
         out.append(f"<ul>{items}</ul>")
     return "\n".join(out)
 
@@ -164,8 +164,8 @@ def experiment_page(summary, out_dir, *, table_preview_rows=12):
             rows = _preview(out_dir / file, table_preview_rows)
             if rows:
                 previews.append(Table(rows, caption=f"{name} ({file}, first rows)"))
-        sections.append(Section("Tables", tables=previews,
-                                links=[(f"{name} ({file})", file) for name, file in tables.items()]))
+        links = [(f"{name} ({file})", file) for name, file in tables.items()]
+        sections.append(Section("Tables", tables=previews, links=links))
     run = {k: summary[k] for k in ("name", "quick", "executor", "workers", "seconds")
            if k in summary}
     if run:

@@ -140,7 +140,8 @@ class _Collector:
 
     def attempt(self, what, fn, *args):
         try:
-            return fn(*args)
+            with np.errstate(divide="ignore", invalid="ignore"):  # log10(0) of empty blocks
+                return fn(*args)
         except (TraceflowError, ValueError, np.linalg.LinAlgError) as exc:
             self.warnings.append(f"{what}: not computed ({exc})")
             return None
@@ -190,7 +191,8 @@ def _tail(c, flows, column, label):
     fit = fit_pareto(x)
     path = figures.ccdf_figure(ccdf_data(x, fit), c.path(f"ccdf-{column}"), fit=fit, label=label)
     c.figure(path, f"Log-log CCDF of {label} with the Pareto fit above xmin (MLE, KS-chosen xmin).")
-    c.row(f"Pareto α of {label}", fit.alpha, f"xmin = {fit.xmin:.4g}, {fit.n_tail} of {fit.n} in tail")
+    c.row(f"Pareto α of {label}", fit.alpha,
+          f"xmin = {fit.xmin:.4g}, {fit.n_tail} of {fit.n} in the tail")
 
 
 def _rtt(c, flows):
@@ -264,7 +266,8 @@ def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacit
     if capacity_bps is None:
         cap = p.capacity_bps or m.capacity_bps
         m.capacity_bps, p.capacity_bps = m.capacity_bps or cap, p.capacity_bps or cap
-    result = compare.compare(m, p, tolerances)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = compare.compare(m, p, tolerances)
     rows = []
     for name, metric in result["metrics"].items():
         rows.append({"metric": name, "measured": _scalar(metric["measured"]),
@@ -275,7 +278,10 @@ def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacit
     c.attempt("series comparison", _compare_series, c, m, p)
     c.attempt("FCT comparison", _compare_fct, c, result)
     c.attempt("dispersion comparison", _compare_dispersion, c, result)
-    c.attempt("size comparison", _compare_sizes, c, m, p)
+    c.attempt("size comparison", _compare_ccdfs, c, m, p, "sizes", "sizes",
+              "transfer size (bytes)", "CCDF of complete transfer sizes, measured and predicted.")
+    c.attempt("RTT comparison", _compare_ccdfs, c, m, p, "rtt", "rtt", "handshake RTT (s)",
+              "CCDF of handshake RTTs (SYN to final ACK), measured and predicted.")
     passed = sum(r["pass"] for r in rows)
     text = (f"Measured: {m.source} ({m.kind}). Predicted: {p.source} ({p.kind}). "
             f"{passed} of {len(rows)} metrics within tolerance.")
@@ -324,17 +330,18 @@ def _compare_dispersion(c, result):
     c.figure(path, "Index of dispersion (variance / mean of bytes per block) across scales.")
 
 
-def _compare_sizes(c, m, p):
+def _compare_ccdfs(c, m, p, attr, name, label, caption):
     from traceflow.tails import ccdf_data
 
     curves = {}
-    for name, side in (("measured", m), ("predicted", p)):
-        if side.sizes.size:
-            d = ccdf_data(side.sizes)
-            curves[name] = (d["x"], d["p"])
+    for side_name, side in (("measured", m), ("predicted", p)):
+        values = getattr(side, attr)
+        values = values[np.isfinite(values) & (values > 0)]
+        if values.size:
+            d = ccdf_data(values)
+            curves[side_name] = (d["x"], d["p"])
     if not curves:
-        raise TraceflowError("no complete transfers on either side")
-    path = figures.curves_figure(curves, c.path("sizes"), xlabel="transfer size (bytes)",
-                                 ylabel="P(X ≥ x)", title="Transfer sizes", loglog=True,
-                                 marker=".")
-    c.figure(path, "CCDF of complete transfer sizes, measured and predicted.")
+        raise TraceflowError(f"no {label} on either side")
+    path = figures.curves_figure(curves, c.path(name), xlabel=label, ylabel="P(X ≥ x)",
+                                 title=label[0].upper() + label[1:], loglog=True, marker=".")
+    c.figure(path, caption)
