@@ -5,11 +5,12 @@ Each benchmark module defines ``run(quick=False) -> list[dict]`` with rows
 ours and reference measured in the same run. A module that fails, or that lacks an optional tool
 (an ImportError or a missing executable), becomes one row saying so; the table is still printed.
 
-    python benchmarks/run_all.py [--quick] [--json PATH] [--only NAME] [--strict]
+    python benchmarks/run_all.py [--quick] [--json PATH] [--only NAME] [--strict] [--dir DIR]
 
 Exit status: 1 when a benchmark crashed (or, with ``--strict``, missed its target), else 0.
 """
 import argparse
+import contextlib
 import importlib.util
 import json
 import math
@@ -24,9 +25,9 @@ if str(HERE) not in sys.path:  # spawned workers import bench modules by name
 COLUMNS = ("benchmark", "ours", "reference", "unit", "ratio", "target", "ok")
 
 
-def discover(only=None):
+def discover(only=None, root=HERE):
     """The benchmark module files, sorted by name (``only`` keeps names containing it)."""
-    files = sorted(HERE.glob("bench_*.py"))
+    files = sorted(Path(root).glob("bench_*.py"))
     return [f for f in files if not only or any(o in f.stem for o in only)]
 
 
@@ -44,7 +45,9 @@ def run_module(path, quick):
     name = path.stem.removeprefix("bench_")
     start = time.perf_counter()
     try:
-        rows = list(load(path).run(quick=quick))
+        # Progress lines a benchmark prints go to stderr: stdout holds only the table.
+        with contextlib.redirect_stdout(sys.stderr):
+            rows = list(load(path).run(quick=quick))
     except (ImportError, FileNotFoundError) as exc:
         # An optional oracle (nolds, tshark, ns-2 ...) or data set is missing here.
         return [_status_row(name, "SKIP", f"missing: {exc}")]
@@ -108,10 +111,12 @@ def main(argv=None):
                         help="run only benchmark modules whose name contains NAME (repeatable)")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when a benchmark misses its target")
+    parser.add_argument("--dir", default=HERE, type=Path,
+                        help="directory of the bench_*.py modules (default: this one)")
     args = parser.parse_args(argv)
 
     rows = []
-    for path in discover(args.only):
+    for path in discover(args.only, args.dir):
         print(f"running {path.name} ...", file=sys.stderr, flush=True)
         rows += run_module(path, args.quick)
     if not rows:

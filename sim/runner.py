@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import shutil
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -381,9 +383,11 @@ def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_di
     go to ``pcap_dir`` (default: a temporary directory that ``Result.write`` copies from).
     """
     sc = load_scenario(scenario, overrides, seed)
+    own_dir = False
     if any(spec.pcap for _, _, spec in build_network(sc.topology).links):
         if pcap_dir is None:
             pcap_dir = tempfile.mkdtemp(prefix="traceflow-sim-")
+            own_dir = True
         Path(pcap_dir).mkdir(parents=True, exist_ok=True)
     scale = {}
     iterate = {gi: t.size for gi, t in enumerate(sc.traffic)
@@ -413,4 +417,8 @@ def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_di
         if err <= 0.005:
             break
     _, built, wall = best
-    return summarize(built, wall, pcap_dir)
+    result = summarize(built, wall, pcap_dir)
+    if own_dir:
+        # the temporary captures live as long as the Result (Result.write copies them)
+        weakref.finalize(result, shutil.rmtree, pcap_dir, True)
+    return result

@@ -88,6 +88,20 @@ def test_reproduce_writes_summary_and_page(tmp_path, quick, agree):
     assert res.exit_code == 0, res.output
 
 
+def test_reproduce_on_one_local_dask_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    experiment = str(_experiment(tmp_path))
+    runs = {}
+    for executor in ("local", "dask"):
+        out = tmp_path / executor
+        res = CliRunner().invoke(cli, ["reproduce", experiment, "--quick", "--executor", executor,
+                                       "--workers", "2", "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        runs[executor] = json.loads((out / "summary.json").read_text())
+    assert runs["dask"]["executor"] == "dask"
+    assert runs["dask"]["comparison"] == runs["local"]["comparison"]
+
+
 def test_failed_runner_leaves_no_output(tmp_path):
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="runner crashed"):

@@ -110,6 +110,7 @@ def test_determinism_same_seed_identical_different_seed_differs(tmp_path):
 
 def test_dumbbell_saturates_bottleneck_and_writes_run_dir(tmp_path):
     res = sim.run(DUMBBELL, overrides=["simulation.duration=10", "topology.bottleneck.pcap=true"])
+    tmp_pcap = Path(res.pcaps[0]).parent
     s = res.summary
     assert 0.9 < s["link_utilization"] <= 1.0
     assert abs(s["throughput_bps"] - s["link_utilization"] * 10e6) < 0.02 * 10e6
@@ -127,6 +128,8 @@ def test_dumbbell_saturates_bottleneck_and_writes_run_dir(tmp_path):
     assert int(np.sum(series["packets"].to_numpy())) == s["packets_forwarded"]
     echo = json.loads((out / "scenario.json").read_text())
     assert echo["simulation"]["duration"] == 10
+    del res                                   # the temporary capture goes with the Result
+    assert not tmp_pcap.exists()
 
 
 def test_pcap_is_readable_and_matches_link_counters(tmp_path):

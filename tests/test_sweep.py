@@ -81,6 +81,12 @@ def test_sweep_resumes_and_reports_failures_without_losing_cells(tmp_path):
                       progress=False)
     assert (again.skipped, again.ran, len(again.failed)) == (4, 0, 4)
     assert pl.read_parquet(out / "results.parquet").equals(frame)
+    # Growing the grid and the replications keeps every finished cell.
+    grown = run_sweep(BASE, {"link.rate": [1.0, 2.0, 3.0], "link.fail": [False]}, out,
+                      replications=3, task=synthetic_run, workers=1, progress=False)
+    assert (grown.total, grown.skipped, grown.ran) == (9, 4, 5)
+    assert grown.results.filter(pl.col("replication") < 2, pl.col("link.rate") < 3).drop(
+        "link.fail").equals(frame.drop("link.fail"))
     with pytest.raises(TraceflowError, match="another scenario"):
         run_sweep(BASE, grid, out, base_seed=12, task=synthetic_run, progress=False)
 

@@ -6,7 +6,7 @@ array set P {
   bneck_rate 10Mb bneck_delay 20ms limit 100
   access_rate 100Mb access_delay 5ms
   pkt 1000 window 1000 iw 1 minrto 0.2 tick 0.01
-  red_min 20 red_max 80 red_wq 0.002 red_maxp 0.1 red_gentle false
+  red_min 5 red_max 15 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1
   start_spread 1.0 seed 1
 }
@@ -37,7 +37,8 @@ Queue/RED set maxthresh_ $P(red_max)
 Queue/RED set q_weight_ $P(red_wq)
 Queue/RED set linterm_ [expr {1.0 / $P(red_maxp)}]
 Queue/RED set gentle_ $P(red_gentle)
-Queue/RED set wait_ false
+Queue/RED set wait_ $P(red_wait)
+Queue/RED set mean_pktsize_ [expr {$P(pkt) + 40}]
 
 set r1 [$ns node]
 set r2 [$ns node]
