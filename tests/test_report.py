@@ -1,7 +1,6 @@
 """``traceflow report``: figures from real analytics, a comparison, every image present (and
 rendered by headless Chromium when installed), determinism, one-line errors."""
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import shared_path
+from conftest import require_tool, shared_path
 
 from traceflow.cli.main import cli
 from traceflow.report import figures
@@ -70,25 +69,34 @@ def _row(summary, section, quantity):
     return next(r["value"] for r in rows if r["quantity"] == quantity)
 
 
-def test_report_of_flows_and_capture(tmp_path, flows_table):
+@pytest.fixture(scope="module")
+def capture_report(tmp_path_factory, flows_table):
+    """A report of the synthetic flows table and a real capture: (directory, report.json)."""
     capture = shared_path("captures", "pcapplusplus_example.pcap")
-    out = tmp_path / "report"
+    out = tmp_path_factory.mktemp("report") / "report"
     res = CliRunner().invoke(cli, ["report", str(flows_table), str(capture), "-o", str(out),
                                    "--workers", "2", "--json"])
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.output)
+    return out, json.loads(res.output)
+
+
+def test_report_of_flows_and_capture(capture_report):
+    out, summary = capture_report
     page = _check_images(out)
     # The flows input: both CCDFs; the fitted α is the one we drew.
     assert "01-flows-ccdf-bytes.png" in page.images
     assert abs(_row(summary, 0, "Pareto α of flow size (bytes)") - ALPHA) < 0.1
-    # The capture: series at several scales, Hurst, levels (plus CCDFs); H in (0, 1.5).
+    # The capture: every analysis of a trace; H in (0, 1.5).
     names = set(summary["sections"][1]["figures"])
-    for kind in ("series", "hurst", "levels", "ccdf-bytes"):
+    for kind in ("series", "hurst", "levels", "dispersion", "rtt-spectrum", "ccdf-bytes"):
         assert f"02-pcapplusplus_example-{kind}.png" in names
     assert 0 < _row(summary, 1, "Hurst H (vt)") < 1.5
     assert _row(summary, 1, "packets") > 1000
-    if shutil.which("chromium"):
-        _chromium_loads_all_images(out)
+
+
+def test_report_renders_in_headless_chromium(capture_report):
+    require_tool("chromium")
+    _chromium_loads_all_images(capture_report[0])
 
 
 def _chromium_loads_all_images(out):

@@ -8,9 +8,9 @@ Independent work (sweep cells, replications, capture files) goes through one of 
   ``distributed.LocalCluster`` of ``workers`` single-threaded processes when no address is given.
 
 Task functions must be importable top-level functions (they are pickled by reference) and their
-items and results picklable. A failing task is retried ``retries`` times; a worker process that
-dies takes its tasks with it, and they are resubmitted (the local pool is rebuilt, Dask reschedules
-them by itself). Results never depend on which worker ran a task or in which order tasks finished.
+items and results picklable. A task that raises is retried ``retries`` times. A worker process that
+dies takes its tasks with it; they are resubmitted (the local pool is rebuilt, Dask reschedules
+them by itself), and a task fails only after three such deaths. Results never depend on which worker ran a task or in which order tasks finished.
 """
 import contextlib
 import glob
@@ -33,6 +33,8 @@ import click
 from traceflow.errors import TraceflowError
 
 EXECUTORS = ("local", "dask")
+#: a task is failed after this many worker-process deaths while it ran (Dask's allowed-failures)
+ALLOWED_CRASHES = 3
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,7 @@ def _new_pool(workers):
 
 def _iter_pool(fn, items, workers, retries):
     attempts = [0] * len(items)
+    crashes = [0] * len(items)
     pool = _new_pool(min(workers, len(items)))
     futures = {}
 
@@ -244,7 +247,10 @@ def _iter_pool(fn, items, workers, retries):
                 pool.shutdown(wait=True, cancel_futures=True)
                 pool = _new_pool(min(workers, len(orphans)))
                 for index, exc in orphans:
-                    if exc is not None and attempts[index] > retries:
+                    # Which task killed the worker is unknown, so a crash is not counted as a
+                    # retry; a task in ALLOWED_CRASHES broken pools is the likely culprit.
+                    crashes[index] += exc is not None
+                    if crashes[index] >= ALLOWED_CRASHES:
                         yield _failure(index, exc, attempts[index])
                     else:
                         submit(index)

@@ -13,26 +13,14 @@ propagation delay τ = 2(τ_c + τ_s) = 100 ms (the series bin).  Runs go throug
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from traceflow.models.reno_cov import RenoCovParams, cov_curve, poisson_cov
+from traceflow.experiments.common import experiment as _exp, base as _base, duration as _duration, save_table as _save_table, figure as _figure, save_fig as _save_fig, row as _row
 
 GATEWAY = "gw->srv"
-
-
-def _exp(spec):
-    return spec["experiment"]
-
-
-def _base(spec):
-    return {k: copy.deepcopy(v) for k, v in spec.items() if k != "experiment"}
-
-
-def _duration(exp, quick):
-    return float(exp["quick_duration"] if quick else exp["duration"])
 
 
 def _group(exp, name, count, first, cls):
@@ -119,31 +107,6 @@ def model_params(spec):
                          packet_bytes=spec["simulation"]["mss"] + spec["simulation"]["tcp_header"],
                          rate_pps=exp["client_rate"], max_window=spec["tcp"]["rwnd"],
                          duration_s=exp["duration"], warmup_s=exp["warmup"])
-
-
-# ---- output helpers ---------------------------------------------------------------------------
-
-def _save_table(df, out_dir, name):
-    df.write_parquet(Path(out_dir) / name)
-    return name
-
-
-def _figure(nrows=1, ncols=1, **kw):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt.subplots(nrows, ncols, **kw)
-
-
-def _save_fig(fig, out_dir, name):
-    from traceflow.report.figures import save
-    save(fig, Path(out_dir) / name)
-    return name
-
-
-def _row(quantity, paper, ours, agree, note=""):
-    return {"quantity": quantity, "paper": paper, "ours": ours,
-            "agree": None if agree is None else bool(agree), "note": note}
 
 
 # ---- Figures 2-4 ------------------------------------------------------------------------------

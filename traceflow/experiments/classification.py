@@ -12,28 +12,15 @@ connection.  Runs go through :func:`traceflow.parallel.map_tasks` with :func:`si
 """
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from traceflow.fairness import jain, throughput_ratio
 from traceflow.sim.disciplines import PRESETS, preset_queue
+from traceflow.experiments.common import experiment as _exp, base as _base, duration as _duration, save_table as _save_table, figure as _figure, save_fig as _save_fig, row as _row
 
 LONG_BYTES = 10 ** 12          # "can last forever": never completes within a run
-
-
-def _exp(spec):
-    return spec["experiment"]
-
-
-def _base(spec):
-    return {k: copy.deepcopy(v) for k, v in spec.items() if k != "experiment"}
-
-
-def _duration(exp, quick):
-    return float(exp["quick_duration"] if quick else exp["duration"])
 
 
 def _reps(exp, quick):
@@ -132,31 +119,6 @@ def _task(spec, key, queue, *, duration, seed, rtt_ratio, short_rate, long_per_c
                         short_rate=short_rate, mss=spec["simulation"]["mss"])
     return {"scenario": scenario(spec, queue, duration=duration, seed=seed), "table": table,
             "key": {**key, "seed": int(seed)}}
-
-
-# ---- output helpers ---------------------------------------------------------------------------
-
-def _save_table(df, out_dir, name):
-    df.write_parquet(Path(out_dir) / name)
-    return name
-
-
-def _figure(nrows=1, ncols=1, **kw):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt.subplots(nrows, ncols, **kw)
-
-
-def _save_fig(fig, out_dir, name):
-    from traceflow.report.figures import save
-    save(fig, Path(out_dir) / name)
-    return name
-
-
-def _row(quantity, paper, ours, agree, note=""):
-    return {"quantity": quantity, "paper": paper, "ours": ours,
-            "agree": None if agree is None else bool(agree), "note": note}
 
 
 def _mean_by(df, by, cols):

@@ -1,7 +1,8 @@
 """Assemble a report directory: one section per input, an optional comparison, ``index.html``.
 
-The inputs are analysed as independent tasks through :mod:`traceflow.parallel` (one per input);
-the directory appears whole, only on success.
+The inputs are analysed as independent tasks through :mod:`traceflow.parallel` (one per input;
+each task writes its PNGs, so on a multi-machine Dask cluster the inputs and the output directory
+must be on a shared file system); the directory appears whole, only on success.
 """
 import json
 from dataclasses import dataclass
