@@ -119,9 +119,9 @@ cdef class Vegas(CongestionOps):
 
 cdef class Rate(CongestionOps):
     """TCP Rate (Park & Tuan 2000, Table I): in congestion avoidance, per ACK with a valid RTT
-    sample, cwnd += a·xi/cwnd when ΔRTT < 0 and cwnd −= (a·xi/RTT)·b when ΔRTT > 0 (RTT and b
-    in seconds), ΔRTT being the difference of consecutive samples; no change when ΔRTT = 0.
-    Slow start and loss recovery as Reno."""
+    sample, cwnd += a·xi/cwnd when ΔRTT < 0 and cwnd −= (a·xi/RTT)·b when ΔRTT ≥ 0 (RTT and b
+    in seconds), ΔRTT being the difference of consecutive samples. Slow start and loss
+    recovery as Reno."""
     cdef public double a, b
     cdef int64_t prev_rtt, cur_rtt
     cdef bint fresh
@@ -150,7 +150,7 @@ cdef class Rate(CongestionOps):
             a = self.a * s.xi
             if self.cur_rtt < self.prev_rtt:
                 s.cwnd += a / s.cwnd
-            elif self.cur_rtt > self.prev_rtt:
+            else:
                 s.cwnd -= a / (self.cur_rtt * 1e-9) * self.b
                 if s.cwnd < 1.0:
                     s.cwnd = 1.0

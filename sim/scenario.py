@@ -55,7 +55,7 @@ def _coerce(tp, value, path):
             try:
                 return _coerce(a, value, path)
             except ScenarioError as exc:
-                errors.append(str(exc))
+                errors.append(exc)
         raise errors[0] if len(errors) == 1 else _err(path, f"bad value {value!r}")
     if dataclasses.is_dataclass(tp):
         return build(tp, value, path)

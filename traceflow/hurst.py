@@ -167,8 +167,10 @@ def rescaled_range(x, *, d_min=16, min_blocks=4, points=20, pox_blocks=32,
         rs = R[ok] / S[ok]
         mean_rs[i] = rs.mean() if rs.size else np.nan
         pick = np.unique(np.linspace(0, rs.size - 1, min(pox_blocks, rs.size)).astype(int)) if rs.size else []
-        pox_x.append(np.full(len(pick), np.log10(d)))
-        pox_y.append(np.log10(rs[pick]))
+        shown = rs[pick]
+        shown = shown[shown > 0]  # a flat block (R = 0) has no point on the log-log pox plot
+        pox_x.append(np.full(shown.size, np.log10(d)))
+        pox_y.append(np.log10(shown))
     keep = np.isfinite(mean_rs) & (mean_rs > 0)
     ds, mean_rs = ds[keep], mean_rs[keep]
     lx, ly = np.log10(ds), np.log10(mean_rs)
