@@ -27,13 +27,13 @@ def command(measured, predicted, output, tolerances, capacity, strict, as_json):
     import json
 
     from traceflow.atomic import write_text
-    from traceflow.cli.options import _clean
+    from traceflow.jsonutil import jsonable
     from traceflow.compare import compare_paths, format_table, parse_tolerances
 
     result = compare_paths(measured, predicted, tolerances=parse_tolerances(tolerances),
                            capacity_bps=capacity)
     if output:
-        write_text(output, json.dumps(_clean(result), indent=2) + "\n")
+        write_text(output, json.dumps(jsonable(result), indent=2) + "\n")
     if as_json:
         echo_json(result)
     else:

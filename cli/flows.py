@@ -1,10 +1,16 @@
-"""``traceflow flows``: captures or packets tables → the flow table (Parquet) and a summary."""
+"""``traceflow flows``: captures or packets tables → the flow table (Parquet, or a partitioned
+Parquet dataset with one part per input file) and a summary."""
 import re
+from functools import partial
+from pathlib import Path
 
 import click
+import pyarrow.parquet as pq
 
+from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
 from traceflow.cli.options import echo_json, json_option
 from traceflow.errors import TraceflowError
+from traceflow.parallel import executor_options
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0,
           "h": 3600.0}
@@ -30,38 +36,92 @@ class Duration(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+#: what a directory input is searched for (recursively): captures and packets Parquet tables
+INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
+
+
+def flows_of_file(path, idle_timeout=300.0, partitions=1):
+    """The flow table of one capture or packets Parquet file; the task :func:`flows_dataset`
+    maps over the input files (top level, so worker processes can import it)."""
+    from traceflow.flows import flows, scan_packets
+
+    return flows(scan_packets(path), idle_timeout=idle_timeout, partitions=partitions)
+
+
+def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor="local",
+                  workers=None, scheduler=None, progress=True):
+    """Write the flows of every input file (paths, globs, directories) as one Parquet part each in
+    ``out_dir``, one task per file on ``executor``; ``out_dir`` appears whole, only on success.
+
+    Each part has a ``source`` column (the input's absolute path). ``flow_id`` numbers the flows
+    within a part only: (``source``, ``flow_id``) identifies a flow in the dataset.
+    Returns :func:`traceflow.parallel.map_files`' dict.
+    """
+    from traceflow.parallel import map_files
+
+    return map_files(partial(flows_of_file, idle_timeout=idle_timeout, partitions=partitions),
+                     inputs, out_dir, patterns=INPUT_PATTERNS, source_column="source",
+                     executor=executor, workers=workers, scheduler=scheduler, label="flows",
+                     progress=progress)
+
+
 @click.command("flows")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the flow table to this Parquet file.")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", type=click.Path(),
+              help="Write the flow table to this Parquet file (with --dataset: directory).")
+@click.option("--dataset", is_flag=True,
+              help="Write one Parquet part of flows per input file into the directory -o, "
+                   "computed in parallel (implied when -o is an existing directory).")
 @click.option("--idle-timeout", type=Duration(), default="300s", show_default=True,
               help="A flow ends after this much silence (e.g. 300s, 5m, 500ms).")
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="Process the endpoint pairs in this many disjoint parts (bounds memory for "
                    "packet tables larger than RAM).")
+@executor_options
 @json_option
-def command(inputs, output, idle_timeout, partitions, as_json):
-    """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet).
+def command(inputs, output, dataset, idle_timeout, partitions, executor, workers, scheduler,
+            as_json):
+    """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet; files, globs
+    or directories).
 
-    Each input gets its own flows (column ``source``); ``flow_id`` numbers the result.
+    Each input gets its own flows (column ``source``); ``flow_id`` numbers the result. With
+    --dataset, captures and packets tables only; ``flow_id`` restarts in every part and
+    ``source`` holds the input's absolute path.
     """
+    import polars as pl
+
     from traceflow.atomic import atomic_path
     from traceflow.flows import load_flows
     from traceflow.lifetimes import flows_summary
+    from traceflow.parallel import expand_paths, resolve_executor
 
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
-    table = load_flows(inputs, idle_timeout=idle_timeout, partitions=partitions)
-    if output:
-        with atomic_path(output) as tmp:
-            table.write_parquet(tmp)
+    if output and check_dataset_output(output, dataset, None, executor, workers, scheduler):
+        info = flows_dataset(inputs, output, idle_timeout=idle_timeout, partitions=partitions,
+                             executor=resolve_executor(executor, scheduler), workers=workers,
+                             scheduler=scheduler)
+        table = pl.scan_parquet(Path(output) / "*.parquet").collect()
+        per_file = [{"file": f, "part": part, "flows": pq.read_metadata(part).num_rows}
+                    for f, part in zip(info["files"], info["parts"])]
+    else:
+        if dataset or executor or workers or scheduler:
+            raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
+        table = load_flows(expand_paths(inputs, INPUT_PATTERNS), idle_timeout=idle_timeout,
+                           partitions=partitions)
+        if output:
+            with atomic_path(output) as tmp:
+                table.write_parquet(tmp)
+        per_file = [{"file": f, "flows": n} for f, n in
+                    table.group_by("source", maintain_order=True).len().iter_rows()]
     summary = flows_summary(table)
     if as_json:
-        echo_json({**summary, "output": output})
+        echo_json({**summary, "output": output, "files": per_file})
         return
     tcp = summary["tcp"]
-    click.echo(f"{summary['flows']} flows ({tcp['connections']} TCP)"
-               + (f" -> {output}" if output else ""))
+    n = len(per_file)
+    click.echo(f"{summary['flows']} flows ({tcp['connections']} TCP) from {n} "
+               f"file{'s' * (n != 1)}" + (f" -> {output}" if output else ""))
     click.echo("TCP close: " + ", ".join(f"{k} {v}" for k, v in tcp["by_close"].items()))
     click.echo("TCP handshake: " + ", ".join(f"{k} {v}" for k, v in tcp["by_handshake"].items()))
     for row in tcp["short_lived"]:

@@ -1,5 +1,7 @@
-"""``traceflow ingest``: decode captures into one packets table (Parquet or Arrow IPC)."""
+"""``traceflow ingest``: decode captures into one packets table (Parquet or Arrow IPC), or into a
+partitioned Parquet dataset (one part per capture, decoded in parallel)."""
 import sys
+from functools import partial
 from pathlib import Path
 
 import click
@@ -7,8 +9,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from traceflow.cli.options import echo_json, json_option, progress
+from traceflow.errors import TraceflowError
+from traceflow.parallel import executor_options
 
 ARROW_SUFFIXES = {".arrow", ".ipc", ".feather"}
+#: what a directory input is searched for (recursively)
+CAPTURE_PATTERNS = ("*.pcap", "*.pcapng", "*.cap", "*.pcap.gz", "*.pcap.zst", "*.pcapng.gz",
+                    "*.pcapng.zst")
 
 
 def _format_for(dst, fmt):
@@ -18,11 +25,10 @@ def _format_for(dst, fmt):
 
 
 class _Summary:
-    """Per-protocol packet counts and bytes, accumulated batch by batch."""
+    """Per-protocol packet counts and IP bytes, accumulated batch by batch."""
 
     def __init__(self):
         self.counts = {"ipv4": 0, "ipv6": 0, "tcp": 0, "udp": 0, "icmp": 0, "other": 0}
-        self.packets = 0
         self.ip_bytes = 0
 
     def add(self, batch):
@@ -31,7 +37,6 @@ class _Summary:
         def count(mask):
             return int(pc.sum(pc.fill_null(mask, False).cast(pa.int64())).as_py() or 0)
 
-        self.packets += batch.num_rows
         self.counts["ipv4"] += count(pc.equal(version, 4))
         self.counts["ipv6"] += count(pc.equal(version, 6))
         self.counts["tcp"] += count(pc.equal(proto, 6))
@@ -55,7 +60,6 @@ def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_
     from traceflow.pcap.schema import PACKET_SCHEMA
 
     fmt = _format_for(dst, fmt)
-    summary = _Summary()
     files = []
     with atomic_path(dst) as tmp:
         if fmt == "parquet":
@@ -64,24 +68,31 @@ def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_
             writer = pa.ipc.new_file(str(tmp), PACKET_SCHEMA)
         with writer:
             for src in srcs:
-                stats = ReadStats()
+                stats, summary = ReadStats(), _Summary()
                 for batch in iter_batches(src, decoder=decoder, on_error=on_error,
                                           batch_size=batch_size, stats=stats, progress=progress_cb):
                     writer.write_batch(batch)
                     summary.add(batch)
-                files.append(stats.as_dict())
+                files.append({**stats.as_dict(), "protocols": summary.counts,
+                              "ip_bytes": summary.ip_bytes})
+    return {"output": str(dst), "format": fmt, "decoder": decoder, **totals(files)}
+
+
+def totals(files):
+    """Summary fields summed over per-file summaries (ReadStats dicts plus protocols, ip_bytes)."""
+    protocols = {k: sum(f["protocols"][k] for f in files) for k in _Summary().counts}
     unsupported = {}
     for f in files:
         for lt, n in f["unsupported_linktypes"].items():
             unsupported[lt] = unsupported.get(lt, 0) + n
     return {
-        "output": str(dst), "format": fmt, "decoder": decoder, "packets": summary.packets,
-        "protocols": summary.counts,
+        "packets": sum(f["packets"] for f in files), "protocols": protocols,
         "records": sum(f["records"] for f in files),
         "skipped_records": sum(f["skipped_records"] for f in files),
         "skipped_bytes": sum(f["skipped_bytes"] for f in files),
         "unsupported_linktypes": unsupported,
-        "bytes_read": sum(f["bytes"] for f in files), "ip_bytes": summary.ip_bytes,
+        "bytes_read": sum(f["bytes"] for f in files),
+        "ip_bytes": sum(f["ip_bytes"] for f in files),
         "files": files,
     }
 
@@ -91,10 +102,60 @@ def ingest_file(src, dst, **opts):
     return ingest_files([src], dst, **opts)
 
 
+def ingest_dataset(srcs, out_dir, *, decoder="fast", on_error="fail", batch_size=65536,
+                   executor="local", workers=None, scheduler=None, progress=True):
+    """Decode every capture of ``srcs`` (paths, globs, directories) into its own Parquet part of
+    the dataset directory ``out_dir``, one task per file on ``executor``.
+
+    ``out_dir`` appears whole and only on success. Returns the summary of :func:`ingest_files`
+    with ``part`` added to each entry of ``files``.
+    """
+    from traceflow.parallel import map_files
+
+    info = map_files(partial(ingest_file, fmt="parquet", decoder=decoder, on_error=on_error,
+                             batch_size=batch_size),
+                     srcs, out_dir, patterns=CAPTURE_PATTERNS, fn_writes=True, executor=executor,
+                     workers=workers, scheduler=scheduler, label="ingest", progress=progress)
+    files = [{**result["files"][0], "part": part}
+             for result, part in zip(info["results"], info["parts"])]
+    return {"output": str(out_dir), "format": "parquet-dataset", "decoder": decoder,
+            **totals(files)}
+
+
+def check_dataset_output(output, dataset, fmt=None, executor=None, workers=None, scheduler=None):
+    """Whether ``output`` is a dataset directory; a :class:`TraceflowError` for option clashes.
+
+    An existing directory is only replaced when it holds nothing but Parquet parts: the dataset
+    is swapped in whole, and ``-o .`` must never delete a working directory.
+    """
+    path = Path(output)
+    dataset = dataset or path.is_dir()
+    if not dataset:
+        if executor or workers or scheduler:
+            raise TraceflowError("--executor/--workers/--scheduler need --dataset (one Parquet "
+                                 "part per input file)")
+        return False
+    if fmt == "arrow":
+        raise TraceflowError("a --dataset is written as Parquet parts; drop --format arrow")
+    if path.exists() and not path.is_dir():
+        raise TraceflowError("exists and is not a directory (--dataset writes a directory)",
+                             path=path)
+    if path.is_dir():
+        others = [p.name for p in path.iterdir() if not p.name.endswith(".parquet")]
+        if others:
+            raise TraceflowError(f"directory holds {others[0]!r}, not only Parquet parts; "
+                                 "refusing to replace it", path=path)
+    return True
+
+
 @click.command("ingest")
-@click.argument("pcaps", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output table (.parquet, or .arrow for Arrow IPC).")
+@click.argument("pcaps", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Output table (.parquet, or .arrow for Arrow IPC), or with --dataset a "
+                   "directory of Parquet parts.")
+@click.option("--dataset", is_flag=True,
+              help="Write one Parquet part per input file into the directory -o, decoding the "
+                   "files in parallel (implied when -o is an existing directory).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "arrow"]), default=None,
               help="Output format (default: from the output suffix, else parquet).")
 @click.option("--decoder", type=click.Choice(["fast", "dpkt"]), default="fast", show_default=True,
@@ -103,22 +164,34 @@ def ingest_file(src, dst, **opts):
               help="Malformed records: stop with an error, or skip and count them.")
 @click.option("--batch-size", type=click.IntRange(1), default=65536, show_default=True,
               help="Packets per record batch.")
+@executor_options
 @json_option
-def command(pcaps, output, fmt, decoder, on_error, batch_size, as_json):
-    """Decode PCAPS (pcap/pcapng, optionally .gz/.zst) into one packets table, in order."""
-    opts = dict(fmt=fmt, decoder=decoder, on_error=on_error, batch_size=batch_size)
-    if sys.stderr.isatty():
-        total = sum(Path(p).stat().st_size for p in pcaps)
-        with progress(length=total, label="ingest") as bar:
-            summary = ingest_files(list(pcaps), output, progress_cb=bar.update, **opts)
-    else:  # keep stderr to the one-line error contract when it is captured
-        summary = ingest_files(list(pcaps), output, **opts)
+def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, executor, workers,
+            scheduler, as_json):
+    """Decode PCAPS (pcap/pcapng, optionally .gz/.zst; files, globs or directories) into one
+    packets table, in order, or with --dataset into one Parquet part per file."""
+    from traceflow.parallel import expand_paths, resolve_executor
+
+    opts = dict(decoder=decoder, on_error=on_error, batch_size=batch_size)
+    if check_dataset_output(output, dataset, fmt, executor, workers, scheduler):
+        summary = ingest_dataset(pcaps, output, executor=resolve_executor(executor, scheduler),
+                                 workers=workers, scheduler=scheduler, **opts)
+    else:
+        srcs = expand_paths(pcaps, CAPTURE_PATTERNS)
+        if sys.stderr.isatty():
+            total = sum(p.stat().st_size for p in srcs)
+            with progress(length=total, label="ingest") as bar:
+                summary = ingest_files(srcs, output, fmt=fmt, progress_cb=bar.update, **opts)
+        else:  # keep stderr to the one-line error contract when it is captured
+            summary = ingest_files(srcs, output, fmt=fmt, **opts)
     if as_json:
         echo_json(summary)
     else:
         p = summary["protocols"]
-        click.echo(f"{summary['packets']} packets ({p['ipv4']} IPv4, {p['ipv6']} IPv6, {p['tcp']} TCP, "
-                   f"{p['udp']} UDP) -> {summary['output']}")
+        n = len(summary["files"])
+        click.echo(f"{summary['packets']} packets ({p['ipv4']} IPv4, {p['ipv6']} IPv6, "
+                   f"{p['tcp']} TCP, {p['udp']} UDP) from {n} file{'s' * (n != 1)} "
+                   f"-> {summary['output']}")
         if summary["skipped_records"] or summary["unsupported_linktypes"]:
             click.echo(f"skipped {summary['skipped_records']} malformed records; unsupported link "
                        f"types {summary['unsupported_linktypes']}", err=True)

@@ -87,14 +87,14 @@ def command(input, scale, h, method, reverse, column, bin_ns, output, as_json):
     INPUT is a capture, a series table (t, bytes, packets) or any Parquet/CSV file (--column).
     """
     from traceflow.atomic import write_text
-    from traceflow.cli.options import _clean
+    from traceflow.jsonutil import jsonable
     from traceflow.levels import analyze_levels
 
     x = block_series(input, scale, column=column, bin_ns=bin_ns)
     result = analyze_levels(x, h, method=method, reverse=reverse, scale_s=scale / 1e9)
     doc = result.to_dict()
     if output is not None:
-        write_text(output, json.dumps(_clean(doc), indent=2))
+        write_text(output, json.dumps(jsonable(doc), indent=2))
     if as_json:
         echo_json(doc)
     else:

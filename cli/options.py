@@ -1,8 +1,9 @@
 """Options and helpers shared by several commands."""
-import json
 import sys
 
 import click
+
+from traceflow.jsonutil import dumps
 
 
 def json_option(f):
@@ -12,23 +13,7 @@ def json_option(f):
 
 def echo_json(obj):
     """Print ``obj`` as JSON (NaN/inf become null) on stdout."""
-    click.echo(json.dumps(_clean(obj), indent=2, sort_keys=False))
-
-
-def _clean(obj):
-    import math
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if getattr(obj, "ndim", 0) > 0 and hasattr(obj, "tolist"):  # numpy arrays
-        return _clean(obj.tolist())
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars and 0-d arrays
-        return _clean(obj.item())
-    return obj
+    click.echo(dumps(obj))
 
 
 def progress(iterable=None, length=None, label=None):

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import _clean as _jsonable, echo_json, json_option
+from traceflow.cli.options import echo_json, json_option
+from traceflow.jsonutil import jsonable
 from traceflow.errors import ScenarioError, TraceflowError
 from traceflow.parallel import executor_options, resolve_executor
 
@@ -103,7 +104,7 @@ def run_experiment(name, out_dir, *, quick=False, executor="local", workers=None
         summary = _check_result(result, tmp, spec)
         summary.update(name=Path(name).stem, quick=quick, executor=executor, workers=workers,
                        seconds=round(time.perf_counter() - start, 1))
-        (tmp / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
+        (tmp / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
         experiment_page(summary, tmp)
     return summary
 

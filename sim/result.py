@@ -15,7 +15,6 @@ Run directory (written atomically):
 """
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from traceflow.atomic import atomic_dir
+from traceflow.jsonutil import dumps
 
 NS = 1_000_000_000
 
@@ -54,25 +54,13 @@ class Result:
         """Write the run directory atomically (replacing an existing one); returns its Path."""
         run_dir = Path(run_dir)
         with atomic_dir(run_dir) as tmp:
-            (tmp / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2))
+            (tmp / "summary.json").write_text(dumps(self.summary))
             for name in ("flows", "transfers", "series", "queue", "links"):
                 pq.write_table(getattr(self, name), tmp / f"{name}.parquet")
-            (tmp / "scenario.json").write_text(json.dumps(_jsonable(self.scenario.raw), indent=2))
+            (tmp / "scenario.json").write_text(dumps(self.scenario.raw))
             for p in self.pcaps:
                 shutil.copyfile(p, tmp / Path(p).name)
         return run_dir
-
-
-def _jsonable(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    return obj
 
 
 def _ratio(a, b):

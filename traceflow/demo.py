@@ -32,7 +32,7 @@ def run_demo(out_dir, *, sample=None, seed=1, log=None):
     import polars as pl
 
     from traceflow.atomic import write_text
-    from traceflow.cli.options import _clean
+    from traceflow.jsonutil import jsonable
     from traceflow.compare import compare_paths
     from traceflow.fit import fit
     from traceflow.flows import flows
@@ -71,7 +71,7 @@ def run_demo(out_dir, *, sample=None, seed=1, log=None):
     result = replay(model_path, run_dir, overrides=REPLAY_SETTINGS, seed=seed)
     step("compare predicted with measured")
     comparison = compare_paths(packets_path, run_dir)
-    write_text(out / "comparison.json", json.dumps(_clean(comparison), indent=2) + "\n")
+    write_text(out / "comparison.json", json.dumps(jsonable(comparison), indent=2) + "\n")
     step("report")
     report = build_report([], out / "report", measured=packets_path, predicted=run_dir,
                           title="traceflow demo: predicted vs measured", progress=False)

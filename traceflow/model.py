@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from traceflow.atomic import write_text
+from traceflow.jsonutil import jsonable
 from traceflow.errors import InputFormatError
 
 SCHEMA_VERSION = 1
@@ -198,7 +199,7 @@ class Model:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self):
-        return _clean(dataclasses.asdict(self))
+        return jsonable(dataclasses.asdict(self))
 
     def to_json(self):
         return json.dumps(self.to_dict(), indent=2)
@@ -233,19 +234,6 @@ class Model:
         except json.JSONDecodeError as exc:
             raise InputFormatError(f"invalid JSON: {exc.msg}", path=path, offset=exc.pos) from None
         return cls.from_dict(data, path=path)
-
-
-def _clean(obj):
-    """JSON-safe copy: NaN/inf -> None, numpy scalars -> Python."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def _build(tp, value, where, path):

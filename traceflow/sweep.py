@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from traceflow.atomic import atomic_path, write_text
-from traceflow.cli.options import _clean  # JSON-safe values: NaN -> None, NumPy -> Python
+from traceflow.jsonutil import jsonable
 from traceflow.errors import ScenarioError, TraceflowError
 from traceflow.parallel import iter_tasks, run_summary
 
@@ -189,13 +189,13 @@ def flatten(summary, prefix=""):
         elif isinstance(value, np.generic):
             flat[name] = value.item()
         else:
-            flat[name] = json.dumps(_clean(value))
+            flat[name] = json.dumps(jsonable(value))
     return flat
 
 
 def _dumps(obj):
     """Strict JSON text (NaN and infinities as null, NumPy values as Python ones)."""
-    return json.dumps(_clean(obj), indent=2) + "\n"
+    return json.dumps(jsonable(obj), indent=2) + "\n"
 
 
 def cell_row(cell, summary):

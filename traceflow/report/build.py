@@ -70,9 +70,9 @@ def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=N
                           "warnings": s.warnings, "rows": s.tables[0].rows if s.tables else []}
                          for s in sections],
             "comparison": comparison}
-        from traceflow.cli.options import _clean
+        from traceflow.jsonutil import jsonable
 
-        (tmp / "report.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+        (tmp / "report.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
         render_page(title, sections, tmp / "index.html")
     summary["index"] = str(out_dir / "index.html")
     return summary
