@@ -46,6 +46,7 @@ class Outcome:
     error: str | None = None
     traceback: str | None = None
     attempts: int = 1
+    user_error: bool = False  # a TraceflowError: ``error`` is its one-line message as is
 
     @property
     def ok(self):
@@ -174,6 +175,8 @@ def map_runs(scenarios, **options):
 
 def _failure(index, exc, attempts):
     tb = "".join(traceback.format_exception(exc))
+    if isinstance(exc, TraceflowError):
+        return Outcome(index, error=str(exc), traceback=tb, attempts=attempts, user_error=True)
     return Outcome(index, error=f"{type(exc).__name__}: {exc}", traceback=tb, attempts=attempts)
 
 
@@ -452,6 +455,8 @@ def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_wr
             done = map_tasks(_write_file_part, tasks, executor=executor, workers=workers,
                              scheduler=scheduler, retries=retries, label=label, progress=progress)
         except TaskError as exc:
+            if exc.outcome.user_error:  # already names its file
+                raise TraceflowError(exc.outcome.error) from None
             raise TraceflowError(exc.outcome.error, path=files[exc.outcome.index]) from None
     return {"files": [str(f) for f in files], "parts": [str(out_dir / n) for n in names],
             "rows": int(sum(rows for rows, _ in done)), "results": [value for _, value in done]}
