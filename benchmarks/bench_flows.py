@@ -79,7 +79,7 @@ def run(quick=False):
             empty.write_bytes(f.read(24))      # the pcap file header alone
         label = f"{source.parent.name}/{pcap.name}"
         ts_cmd = [tshark, "-q", "-z", "conv,tcp", "-r"]
-        cli_cmd = [sys.executable, "-m", "traceflow.cli.main", "flows", str(pcap), "-o",
+        cli_cmd = [sys.executable, "-P", "-m", "traceflow.cli.main", "flows", str(pcap), "-o",
                    str(tmp / "cli.parquet")]
         ours, tshark_runs, startup, cli = [], [], [], []
         for i in range(repeats):               # interleaved, so both see the same machine load

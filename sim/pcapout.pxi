@@ -3,6 +3,14 @@
 # Node n has address 10.((n+1)>>16).(((n+1)>>8)&255).((n+1)&255); the data sender of a flow is the
 # "client" (it sends the SYN) on port 1024 + (flow*1009 + conn) mod 64511, the receiver port 5001.
 # Sequence numbers are byte-exact relative to a per-connection ISN; FIN/SYN consume one.
+# TCP options: with tcp_header = 40 (the default) none, as before. With tcp_header > 40 the TCP
+# header carries tcp_header - 40 option bytes (rounded up to a multiple of 4, at most 40), so a
+# decoder sees the simulated payload: when tcp_header >= 52 NOP, NOP, Timestamps (TSval = the
+# sending agent's clock in ms when it made the segment; TSecr = for an ACK the TSval of the
+# segment it acknowledges, for data the TSval of the last ACK the sender had received (carried
+# in the data packet's ack_bytes, ns), 0 on a SYN), then NOPs. SYN and SYN/ACK carry MSS (= mss),
+# plus SACK-permitted and Timestamps when tcp_header >= 52; their header grows if these do not
+# fit (a SYN of a tcp_header = 52 run has 16 option bytes, 56 IP bytes: real SYNs are longer too).
 
 cdef inline void _be16(uint8_t* b, uint32_t v) noexcept:
     b[0] = (v >> 8) & 0xff
@@ -37,11 +45,16 @@ cdef class PcapWriter:
     cdef readonly str path
     cdef readonly int64_t records
     cdef int32_t mss
-    cdef uint8_t buf[16 + 14 + 20 + 20]
+    cdef int opt_len        # option bytes on non-SYN TCP segments (0: classic 20-byte header)
+    cdef bint ts_opt        # Timestamps option on every TCP segment
+    cdef uint8_t buf[16 + 14 + 20 + 60]
 
-    def __init__(self, str path, int mss=1000):
+    def __init__(self, str path, int mss=1000, int tcp_header=40):
+        """``tcp_header``: IP + TCP header bytes of the simulated segments (IP header 20)."""
         self.path = path
         self.mss = mss
+        self.opt_len = min(40, (tcp_header - 40 + 3) & ~3) if tcp_header > 40 else 0
+        self.ts_opt = tcp_header >= 52
         self.fp = fopen(path.encode(), b"wb")
         if self.fp == NULL:
             raise OSError(f"cannot open {path} for writing")
@@ -63,13 +76,43 @@ cdef class PcapWriter:
         if self.fp != NULL:
             fclose(self.fp)
 
+    cdef int _options(self, Packet* p, uint8_t* o, bint fwd) noexcept:
+        """Write the TCP options of ``p`` at ``o``; returns their length (a multiple of 4)."""
+        cdef int n = 0, total = self.opt_len
+        cdef uint32_t tsval = <uint32_t>(p.t_created // 1000000), tsecr
+        if p.flags & F_SYN:
+            o[0] = 2; o[1] = 4; _be16(o + 2, <uint32_t>self.mss)       # MSS
+            n = 4
+            if self.ts_opt or total >= 8:
+                if not self.ts_opt:
+                    o[4] = 1; o[5] = 1; n = 6
+                o[n] = 4; o[n + 1] = 2                                  # SACK permitted
+                n += 2
+        elif self.ts_opt:
+            o[0] = 1; o[1] = 1
+            n = 2
+        if self.ts_opt:
+            # an ACK echoes its segment's timestamp; a SYN echoes nothing
+            tsecr = (0 if p.flags & F_SYN else <uint32_t>(p.ack_bytes // 1000000)) if fwd \
+                else <uint32_t>(p.ts // 1000000)
+            o[n] = 8; o[n + 1] = 10
+            _be32(o + n + 2, tsval)
+            _be32(o + n + 6, tsecr)
+            n += 10
+        if total < n:
+            total = n
+        while n < total:
+            o[n] = 1
+            n += 1
+        return total
+
     cdef void write(self, Packet* p, int64_t now) noexcept:
         cdef uint8_t* b = self.buf
         cdef uint8_t* ip = b + 16 + 14
         cdef uint8_t* th = ip + 20
         cdef int thl = 20 if p.proto == PROTO_TCP else 8
-        cdef int caplen = 14 + 20 + thl
-        cdef uint32_t iplen = p.size if p.size >= 20 + thl else 20 + thl
+        cdef int caplen
+        cdef uint32_t iplen
         cdef uint32_t src_ip = node_ip(p.src), dst_ip = node_ip(p.dst)
         cdef uint32_t csum = 0, cport, seq, ack
         cdef uint16_t flags
@@ -77,6 +120,12 @@ cdef class PcapWriter:
         cdef int fwd = p.dir == DIR_FWD
         if self.fp == NULL:
             return
+        if p.proto == PROTO_TCP and self.opt_len > 0:
+            thl += self._options(p, th + 20, fwd)
+            iplen = 20 + thl + p.payload
+        else:
+            iplen = p.size if p.size >= 20 + thl else 20 + thl
+        caplen = 14 + 20 + thl
         _le32(b, <uint32_t>(now // 1000000000))
         _le32(b + 4, <uint32_t>(now % 1000000000))
         _le32(b + 8, caplen)
@@ -118,7 +167,7 @@ cdef class PcapWriter:
                 ack = 0
             _be32(th + 4, seq)
             _be32(th + 8, ack)
-            th[12] = 0x50
+            th[12] = <uint8_t>((thl // 4) << 4)
             th[13] = flags & 0xff
             _be16(th + 14, 65535)
             th[16] = 0; th[17] = 0; th[18] = 0; th[19] = 0

@@ -10,6 +10,9 @@ Run directory (written atomically):
                     arrival_bytes, arrival_packets, drops
   queue.parquet     queue samples: t, link, packets, bytes, avg (RED EWMA / instantaneous)
   links.parquet     per directed link: counters and time-averaged queue
+  hooks.parquet     per-flow sender-hook traces (only when a hook recorded one): flow_id, hook
+                    (kind), t (timestamp[ns]) and the hook's columns, e.g. SSC's per-T_L block
+                    x, gamma (bits), L1, L2hat, xi, A
   scenario.json     the scenario as run (after --set overrides and --seed)
   <a>-<b>.pcap      captures of links with pcap = true
 """
@@ -32,9 +35,11 @@ NS = 1_000_000_000
 
 class Result:
     """Outcome of one run: ``summary`` (dict), ``flows``/``transfers``/``series``/``queue``/
-    ``links`` (pyarrow Tables), ``scenario`` (the Scenario), ``pcaps`` (paths)."""
+    ``links`` (pyarrow Tables), ``scenario`` (the Scenario), ``pcaps`` (paths), ``hooks``
+    (pyarrow Table of the sender hooks' traces, or None when no hook recorded one)."""
 
-    def __init__(self, summary, flows, transfers, series, queue, links, scenario, pcaps):
+    def __init__(self, summary, flows, transfers, series, queue, links, scenario, pcaps,
+                 hooks=None):
         self.summary = summary
         self.flows = flows
         self.transfers = transfers
@@ -43,6 +48,7 @@ class Result:
         self.links = links
         self.scenario = scenario
         self.pcaps = pcaps
+        self.hooks = hooks
 
     def __repr__(self):
         s = self.summary
@@ -57,6 +63,8 @@ class Result:
             (tmp / "summary.json").write_text(dumps(self.summary))
             for name in ("flows", "transfers", "series", "queue", "links"):
                 pq.write_table(getattr(self, name), tmp / f"{name}.parquet")
+            if self.hooks is not None:
+                pq.write_table(self.hooks, tmp / "hooks.parquet")
             (tmp / "scenario.json").write_text(dumps(self.scenario.raw))
             for p in self.pcaps:
                 shutil.copyfile(p, tmp / Path(p).name)
@@ -80,6 +88,31 @@ def _response_bins(sizes, durations):
         out.append({"min_bytes": lo, "max_bytes": hi, "transfers": int(m.sum()),
                     "mean_s": float(durations[m].mean()) if m.any() else float("nan")})
     return out
+
+
+def hook_traces(hooks):
+    """One table of the traces of ``hooks`` ((flow id, kind, hook) triples), or None.
+
+    A hook contributes when it has ``trace()`` returning columns (a dict of equal-length arrays,
+    as SSC's per-block trace); ``t`` (ns) becomes timestamp[ns]. Hooks of different kinds may
+    have different columns: the missing ones are null.
+    """
+    parts = []
+    for flow, kind, hook in hooks:
+        trace = getattr(hook, "trace", None)
+        cols = trace() if trace is not None else None
+        if not isinstance(cols, dict) or not cols:
+            continue
+        t = pa.table({k: np.asarray(v) for k, v in cols.items()})
+        if t.num_rows == 0:
+            continue
+        if "t" in t.column_names:
+            t = t.set_column(t.column_names.index("t"), "t",
+                             t["t"].cast(pa.int64()).cast(pa.timestamp("ns")))
+        n = t.num_rows
+        t = t.add_column(0, "hook", pa.array([kind] * n, pa.string()))
+        parts.append(t.add_column(0, "flow_id", pa.array(np.full(n, flow), pa.int32())))
+    return pa.concat_tables(parts, promote_options="default") if parts else None
 
 
 def summarize(built, wall_s, pcap_dir):
@@ -198,4 +231,5 @@ def summarize(built, wall_s, pcap_dir):
         "response_time_by_size": _response_bins(tr["size"][done], dur_t[done]),
     }
     pcaps = [w.path for w in built.pcaps]
-    return Result(summary, flows, transfers, series, queue, links, sc, pcaps)
+    return Result(summary, flows, transfers, series, queue, links, sc, pcaps,
+                  hook_traces(built.hooks))

@@ -72,7 +72,8 @@ class Built:
         for j, (a, b, spec) in enumerate(net.links):
             writer = None
             if spec.pcap:
-                writer = _sim.PcapWriter(str(Path(pcap_dir) / f"{a}-{b}.pcap"), mss)
+                writer = _sim.PcapWriter(str(Path(pcap_dir) / f"{a}-{b}.pcap"), mss,
+                                         sc.simulation.tcp_header)
                 self.pcaps.append(writer)
             for d, (x, y) in enumerate(((a, b), (b, a))):
                 lid = 2 * j + d
@@ -115,6 +116,7 @@ class Built:
             sim.add_component(self.sampler)
             self.sampler.start(0)
         self.flows: list[FlowInfo] = []
+        self.hooks = []                # (flow id, hook kind, SenderHook) of attached hooks
         self.file_apps = []            # (group index, app, SizeDist, scale)
         self.size_scale = size_scale or {}
         for gi, group in enumerate(sc.traffic):
@@ -201,6 +203,7 @@ class Built:
             hook = t.hook.build(HookContext(flow, gi, _stream(self.seed, _RNG_HOOK, flow), sc,
                                             base_rtt))
             snd.attach_hook(hook)
+            self.hooks.append((flow, t.hook.kind, hook))
         return snd, sink
 
     def _udp_pair(self, flow, g, src, dst, extra_ns):

@@ -13,8 +13,9 @@ metacontrol, per-level cwnd memory; SSCHook: the coupling to the sender). ``mode
 the module as a pure observer (same run as the plain flavor, plus the per-block trace), which is
 how experiments record the baseline's throughput per T_L block.
 
-Hooks built in this process are remembered until :func:`collect` hands them out (``Result`` does
-not carry hooks), so an experiment reads the traces of the run it just did.
+Hooks built in this process are remembered until :func:`collect` hands them out, so an experiment
+reads the traces (and the core's table, :func:`export_prior`) of the run it just did. The per-block
+traces alone are also in ``Result.hooks`` (``hooks.parquet`` of a run directory).
 """
 from __future__ import annotations
 

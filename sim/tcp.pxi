@@ -91,6 +91,7 @@ cdef class TcpSender(Agent):
     cdef bint rto_armed, rto_pending
     cdef int64_t rto_gen
     cdef int64_t syn_ts
+    cdef int64_t ts_recent                      # creation time of the last ACK received (ns, 0: none)
     cdef int64_t rtt_seq, rtt_ts                # segment being timed (-1: none), its send time
     cdef bint syn_retx
     cdef Py_ssize_t xfer                        # row in sim.transfers, -1 if none
@@ -127,6 +128,7 @@ cdef class TcpSender(Agent):
             self.pending.append(nbytes)
             return
         self.conn += 1
+        self.ts_recent = 0
         if nbytes < 0:
             self.n_seg = INFINITE_SEGS
             self.last_payload = self.mss
@@ -194,6 +196,7 @@ cdef class TcpSender(Agent):
         p.cls = self.sim.flow_class[self.flow]
         p.t_created = now
         p.ts = now
+        p.ack_bytes = self.ts_recent      # for the pcap's TSecr (data segments carry no ack_bytes)
         return p
 
     cdef void _inject(self, Packet* p, int64_t now) except *:
@@ -379,6 +382,7 @@ cdef class TcpSender(Agent):
         if p.conn != self.conn or self.state == TCP_IDLE:
             pkt_free(p)
             return
+        self.ts_recent = p.t_created
         if self.state == TCP_SYN_SENT:
             if p.flags & F_SYN:
                 self.state = TCP_ESTABLISHED

@@ -10,7 +10,7 @@ from traceflow.cli.main import COMMANDS, cli
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "traceflow.cli.main", *args],
+    return subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *args],
                           capture_output=True, text=True, timeout=120)
 
 

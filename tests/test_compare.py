@@ -136,7 +136,7 @@ def test_cli_compare_errors(tmp_path):
     bad.mkdir()
     for args in (["compare", str(bad), str(bad)],
                  ["compare", str(tmp_path), str(tmp_path), "--tol", "bogus=1"]):
-        r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", *args],
+        r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *args],
                            capture_output=True, text=True)
         assert r.returncode == 2, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

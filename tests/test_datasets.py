@@ -93,7 +93,7 @@ def test_cli_list_verify_path():
 
 
 def test_cli_unknown_dataset_is_one_line_error():
-    p = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "datasets", "path", "nope"],
+    p = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "datasets", "path", "nope"],
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

@@ -55,7 +55,7 @@ def test_flows_and_rtt_commands(tmp_path):
     (["rtt", "--classes", "fast,slow", "x.parquet"], "--classes"),
 ])
 def test_errors_are_one_line(args, needle):
-    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", *args],
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *args],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -65,7 +65,7 @@ def test_errors_are_one_line(args, needle):
 def test_not_a_table_is_an_input_error(tmp_path):
     junk = tmp_path / "junk.parquet"
     pl.DataFrame({"x": [1]}).write_parquet(junk)
-    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "flows", str(junk),
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "flows", str(junk),
                            "-o", str(tmp_path / "out.parquet")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "neither a packets nor a flows table" in proc.stderr

@@ -164,7 +164,7 @@ def test_cli_errors_one_line(tmp_path):
     path = tmp_path / "x.csv"
     pl.DataFrame({"load": np.arange(200.0)}).write_csv(path)
     for args in (["--method", "bogus", "--column", "load"], ["--column", "nope"], []):
-        r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "hurst", str(path), *args],
+        r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "hurst", str(path), *args],
                            capture_output=True, text=True)
         assert r.returncode == 2, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -138,7 +138,7 @@ def test_pcapng_unknown_blocks_are_legal(tmp_path, decoder):
 # --- CLI ------------------------------------------------------------------------------------------
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "traceflow.cli.main", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

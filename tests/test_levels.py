@@ -153,7 +153,7 @@ def test_cli_csv_column_without_time(tmp_path):
 ])
 def test_cli_errors(tmp_path, args, message):
     path, _ = _series(tmp_path, np.random.default_rng(23), n=500)
-    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "levels", str(path), *args],
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "levels", str(path), *args],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr

@@ -101,7 +101,7 @@ def test_cli_rejects_newer_model(tmp_path):
     d["schema_version"] = 99
     p = tmp_path / "m.json"
     p.write_text(json.dumps(d))
-    r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "replay", str(p), "-o",
+    r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "replay", str(p), "-o",
                         str(tmp_path / "run")], capture_output=True, text=True)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr

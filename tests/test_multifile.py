@@ -40,7 +40,7 @@ def run(*args):
 
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "traceflow.cli.main", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

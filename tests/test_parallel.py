@@ -126,7 +126,7 @@ def test_workers_stop_when_their_parent_is_killed(tmp_path):
     code = ("import sys; from traceflow.parallel import map_tasks; import test_parallel as t; "
             f"map_tasks(t.record_pid_and_sleep, [({str(tmp_path)!r}, 60)] * 2, workers=2)")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-    parent = subprocess.Popen([sys.executable, "-c", code], env=env)
+    parent = subprocess.Popen([sys.executable, "-P", "-c", code], env=env)
     deadline = time.monotonic() + 60
     while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -186,7 +186,7 @@ def test_cli_replay(tmp_path, self_consistency):
 
 def test_cli_replay_bad_scenario_key(tmp_path, self_consistency):
     model_path = self_consistency[3] / "model.json"
-    p = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "replay", str(model_path),
+    p = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "replay", str(model_path),
                         "-o", str(tmp_path / "run"), "--set", "topology.bottleneck.colour=1"],
                        capture_output=True, text=True)
     assert p.returncode == 2, p.stderr

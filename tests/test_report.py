@@ -176,7 +176,7 @@ def test_figures_are_deterministic(tmp_path):
                                   ["--measured", "tests", "-o", "r"],
                                   ["-o", "r"]])
 def test_report_errors_are_one_line(tmp_path, args):
-    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "report", *args],
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "report", *args],
                           capture_output=True, text=True, cwd=Path(__file__).parents[1])
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -1,6 +1,7 @@
 """``traceflow reproduce``: the experiment contract, summary.json, index.html, --list, errors."""
 import inspect
 import json
+import os
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -116,15 +117,16 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "thesis.tex").write_text("precious")
-    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "reproduce",
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "reproduce",
                            str(_experiment(tmp_path)), "-o", str(out)],
-                          capture_output=True, text=True, cwd=Path(__file__).parent)
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
     assert proc.returncode == 2 and "not an earlier reproduce output" in proc.stderr
     assert (out / "thesis.tex").read_text() == "precious"
 
 
 def test_unknown_experiment_is_one_line_error():
-    proc = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "reproduce", "no-such-exp"],
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "reproduce", "no-such-exp"],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "unknown experiment" in proc.stderr

@@ -160,7 +160,7 @@ def test_cli_series_errors_one_line(tmp_path):
     pl.from_arrow(pk).write_parquet(pq)
     out = tmp_path / "s.parquet"
     for args in (["--filter", "proto = = 6"], ["--bin", "fast"], ["--direction", "src:300.1.1.1"]):
-        r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "series", str(pq), "-o", str(out), *args],
+        r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "series", str(pq), "-o", str(out), *args],
                            capture_output=True, text=True)
         assert r.returncode == 2, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -205,7 +205,7 @@ def test_cli_runs_and_reports_errors_on_one_line(tmp_path):
     payload = json.loads(r.output)
     assert payload["seed"] == 4 and payload["duration_s"] == 2.0
     assert (out / "summary.json").exists()
-    bad = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "simulate", str(DUMBBELL),
+    bad = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "simulate", str(DUMBBELL),
                           "--set", "tcp.xi=0", "-o", str(tmp_path / "bad")],
                          capture_output=True, text=True)
     assert bad.returncode == 2

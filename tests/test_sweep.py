@@ -158,7 +158,7 @@ def test_dask_cluster_survives_a_killed_worker(tmp_path, dumbbell):
 
 
 def _sweep_cmd(out, *extra):
-    args = [sys.executable, "-m", "traceflow.cli.main", "sweep", "replays/dumbbell.toml",
+    args = [sys.executable, "-P", "-m", "traceflow.cli.main", "sweep", "replays/dumbbell.toml",
             "--replications", "2", "-o", str(out), *extra]
     for item in SIM_SETS:
         args += ["--set", item]
@@ -209,7 +209,7 @@ def test_cli_sweep_and_errors(tmp_path):
     repo = TESTS.parent
     for args in (["--grid", "link.rate"],                                  # malformed grid
                  ["--grid", "topology.bottleneck.rat=1e6"]):              # unknown scenario key
-        bad = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "sweep",
+        bad = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "sweep",
                               "replays/dumbbell.toml", *args, "-o", str(tmp_path / "bad")],
                              capture_output=True, text=True, cwd=repo)
         assert bad.returncode == 2, bad.stderr

@@ -185,7 +185,7 @@ def test_cli_errors_one_line(tmp_path):
     path = tmp_path / "x.csv"
     pl.DataFrame({"size": [1.0, 2.0, 3.0], "name": ["a", "b", "c"]}).write_csv(path)
     for args in (["--column", "size"], ["--column", "name"], ["--column", "missing"]):
-        r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", "tail", str(path), *args],
+        r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "tail", str(path), *args],
                            capture_output=True, text=True)
         assert r.returncode == 2, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
