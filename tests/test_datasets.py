@@ -97,3 +97,17 @@ def test_cli_unknown_dataset_is_one_line_error():
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_bundled_sample_is_what_the_simulator_makes(tmp_path):
+    """The demo's sample is reproducible: rerunning its stored scenario gives the same capture
+    byte for byte (a simulator change that alters it must regenerate it: make_samples.py)."""
+    import gzip
+    from importlib.resources import files
+
+    from traceflow.sim import run
+
+    samples = files("traceflow.datasets") / "samples"
+    run(samples / "sim_dumbbell_a135.toml", pcap_dir=tmp_path)
+    bundled = gzip.decompress((samples / "sim_dumbbell_a135.pcap.gz").read_bytes())
+    assert (tmp_path / "g1-g2.pcap").read_bytes() == bundled
