@@ -57,10 +57,11 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
     within a part only: (``source``, ``flow_id``) identifies a flow in the dataset.
     Returns :func:`traceflow.parallel.map_files`' dict.
     """
-    from traceflow.parallel import map_files
+    from traceflow.parallel import expand_paths, map_files, whole_inputs
 
+    files = whole_inputs(expand_paths(inputs, INPUT_PATTERNS))  # a chunked capture is one task
     return map_files(partial(flows_of_file, idle_timeout=idle_timeout, partitions=partitions),
-                     inputs, out_dir, patterns=INPUT_PATTERNS, source_column="source",
+                     files, out_dir, patterns=INPUT_PATTERNS, source_column="source",
                      executor=executor, workers=workers, scheduler=scheduler, label="flows",
                      progress=progress)
 

@@ -1,5 +1,7 @@
 """``traceflow ingest``: decode captures into one packets table (Parquet or Arrow IPC), or into a
-partitioned Parquet dataset (one part per capture, decoded in parallel)."""
+partitioned Parquet dataset (one part per capture, or per chunk of a large one, decoded in
+parallel)."""
+import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -16,6 +18,32 @@ ARROW_SUFFIXES = {".arrow", ".ipc", ".feather"}
 #: what a directory input is searched for (recursively)
 CAPTURE_PATTERNS = ("*.pcap", "*.pcapng", "*.cap", "*.pcap.gz", "*.pcap.zst", "*.pcapng.gz",
                     "*.pcapng.zst")
+DEFAULT_CHUNK_SIZE = 64 << 20
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 10**3, "m": 1 << 20, "mib": 1 << 20,
+          "mb": 10**6, "g": 1 << 30, "gib": 1 << 30, "gb": 10**9}
+
+
+def parse_size(text):
+    """Bytes in a size like ``64MiB``, ``512KiB``, ``1.5GB`` or ``4096`` (K/M/G are binary)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise TraceflowError(f"not a size: {text!r} (use e.g. 64MiB, 512KiB, 4096)")
+    size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if size < 1:
+        raise TraceflowError(f"size must be at least one byte: {text!r}")
+    return size
+
+
+class ByteSize(click.ParamType):
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except TraceflowError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def _format_for(dst, fmt):
@@ -47,8 +75,9 @@ class _Summary:
 
 
 def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_size=65536,
-                 progress_cb=None):
-    """Decode the captures ``srcs`` in order into one table at ``dst`` (written atomically).
+                 progress_cb=None, chunk=None):
+    """Decode the captures ``srcs`` in order into one table at ``dst`` (written atomically);
+    ``chunk`` (a :class:`traceflow.pcap.reader.Chunk` of the one source) decodes only that chunk.
 
     Returns a JSON-able summary: packets, per-protocol counts, skipped records/bytes, unsupported
     link types, bytes read and IP bytes, one entry per input under ``files``.
@@ -70,7 +99,8 @@ def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_
             for src in srcs:
                 stats, summary = ReadStats(), _Summary()
                 for batch in iter_batches(src, decoder=decoder, on_error=on_error,
-                                          batch_size=batch_size, stats=stats, progress=progress_cb):
+                                          batch_size=batch_size, stats=stats, progress=progress_cb,
+                                          chunk=chunk):
                     writer.write_batch(batch)
                     summary.add(batch)
                 files.append({**stats.as_dict(), "protocols": summary.counts,
@@ -103,23 +133,53 @@ def ingest_file(src, dst, **opts):
 
 
 def ingest_dataset(srcs, out_dir, *, decoder="fast", on_error="fail", batch_size=65536,
-                   executor="local", workers=None, scheduler=None, progress=True):
-    """Decode every capture of ``srcs`` (paths, globs, directories) into its own Parquet part of
-    the dataset directory ``out_dir``, one task per file on ``executor``.
+                   chunk_size=DEFAULT_CHUNK_SIZE, executor="local", workers=None, scheduler=None,
+                   progress=True):
+    """Decode every capture of ``srcs`` (paths, globs, directories) into Parquet parts of the
+    dataset directory ``out_dir``, one task per file on ``executor``.
 
+    An uncompressed capture larger than ``chunk_size`` bytes is cut at record boundaries into
+    chunks of about that size (:func:`traceflow.pcap.reader.plan_chunks`; fast decoder only),
+    one task and one part ``part-NNNNN-<name>-cKKKK.parquet`` each; the parts, in name order,
+    hold the same rows as a single-file ingest. ``chunk_size=None`` keeps one task per file.
     ``out_dir`` appears whole and only on success. Returns the summary of :func:`ingest_files`
-    with ``part`` added to each entry of ``files``.
+    (one entry per input file under ``files``, its chunks' counts added up) with ``parts`` and
+    ``chunks`` added to each entry.
     """
     from traceflow.parallel import map_files
+    from traceflow.pcap.reader import plan_chunks
 
+    split = None
+    if decoder == "fast" and chunk_size:
+        split = partial(plan_chunks, target_bytes=chunk_size)
     info = map_files(partial(ingest_file, fmt="parquet", decoder=decoder, on_error=on_error,
                              batch_size=batch_size),
-                     srcs, out_dir, patterns=CAPTURE_PATTERNS, fn_writes=True, executor=executor,
-                     workers=workers, scheduler=scheduler, label="ingest", progress=progress)
-    files = [{**result["files"][0], "part": part}
-             for result, part in zip(info["results"], info["parts"])]
+                     srcs, out_dir, patterns=CAPTURE_PATTERNS, fn_writes=True, split=split,
+                     executor=executor, workers=workers, scheduler=scheduler, label="ingest",
+                     progress=progress)
+    per_file = [[] for _ in info["files"]]
+    for source, result, part in zip(info["sources"], info["results"], info["parts"]):
+        per_file[source].append((result["files"][0], part))
+    files = [{**_add_up([entry for entry, _ in pieces]), "parts": [part for _, part in pieces],
+              "chunks": len(pieces)} for pieces in per_file]
     return {"output": str(out_dir), "format": "parquet-dataset", "decoder": decoder,
             **totals(files)}
+
+
+def _add_up(entries):
+    """One file's summary from the summaries of its chunks."""
+    out = dict(entries[0])
+    for key in ("records", "packets", "skipped_records", "skipped_bytes", "interfaces", "bytes",
+                "ip_bytes"):
+        out[key] = sum(e[key] for e in entries)
+    out["protocols"] = {k: sum(e["protocols"][k] for e in entries) for k in out["protocols"]}
+    unsupported = {}
+    for e in entries:
+        for lt, n in e["unsupported_linktypes"].items():
+            unsupported[lt] = unsupported.get(lt, 0) + n
+    out["unsupported_linktypes"] = unsupported
+    out["errors"] = [msg for e in entries for msg in e["errors"]][:20]
+    return out
 
 
 def check_dataset_output(output, dataset, fmt=None, executor=None, workers=None, scheduler=None):
@@ -164,10 +224,14 @@ def check_dataset_output(output, dataset, fmt=None, executor=None, workers=None,
               help="Malformed records: stop with an error, or skip and count them.")
 @click.option("--batch-size", type=click.IntRange(1), default=65536, show_default=True,
               help="Packets per record batch.")
+@click.option("--chunk-size", type=ByteSize(), default=None, metavar="SIZE",
+              help="With --dataset and the fast decoder: cut uncompressed captures larger than "
+                   "SIZE into chunks of about SIZE decoded in parallel, one part each (e.g. "
+                   "16MiB; default 64MiB).")
 @executor_options
 @json_option
-def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, executor, workers,
-            scheduler, as_json):
+def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, chunk_size, executor,
+            workers, scheduler, as_json):
     """Decode PCAPS (pcap/pcapng, optionally .gz/.zst; files, globs or directories) into one
     packets table, in order, or with --dataset into one Parquet part per file."""
     from traceflow.parallel import expand_paths, resolve_executor
@@ -175,8 +239,11 @@ def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, executor
     opts = dict(decoder=decoder, on_error=on_error, batch_size=batch_size)
     if check_dataset_output(output, dataset, fmt, executor, workers, scheduler):
         summary = ingest_dataset(pcaps, output, executor=resolve_executor(executor, scheduler),
-                                 workers=workers, scheduler=scheduler, **opts)
+                                 workers=workers, scheduler=scheduler,
+                                 chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, **opts)
     else:
+        if chunk_size is not None:
+            raise TraceflowError("--chunk-size needs --dataset (one Parquet part per chunk)")
         srcs = expand_paths(pcaps, CAPTURE_PATTERNS)
         if sys.stderr.isatty():
             total = sum(p.stat().st_size for p in srcs)

@@ -129,3 +129,19 @@ def test_option_errors(tmp_path, captures):
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert (keep / "notes.txt").read_text() == "mine"
     assert not (tmp_path / "d").exists() and not (tmp_path / "x.parquet").exists()
+
+
+def test_flows_of_a_chunked_packets_dataset_equal_the_whole_capture(tmp_path):
+    """A capture ingested in chunks is still one packet stream: flows never split at a chunk."""
+    capture = shared_path("captures", "ndpi_netflix.pcap")
+    packets = tmp_path / "packets"
+    run("ingest", capture, "-o", packets, "--dataset", "--chunk-size", "64KiB", "--json")
+    assert len(list(packets.glob("*-c*.parquet"))) > 3
+    whole = flows(pl.from_arrow(read_packets(capture)).lazy())
+    cols = ["packets", "bytes", "app_bytes_c2s", "app_bytes_s2c", "close", "handshake"]
+    for args in ([], ["--dataset", "--workers", "2"]):
+        out = tmp_path / f"flows{len(args)}"
+        run("flows", packets, "-o", out if args else out.with_suffix(".parquet"), *args, "--json")
+        table = pl.read_parquet(out / "*.parquet" if args else out.with_suffix(".parquet"))
+        assert table.height == whole.height
+        assert table.sort("start").select(cols).equals(whole.sort("start").select(cols))

@@ -353,10 +353,13 @@ def input_kind(path):
 
 
 def scan_packets(path):
-    """Packets of one input as a LazyFrame: a packets Parquet (scanned lazily) or a capture."""
+    """Packets of one input as a LazyFrame: a packets Parquet (scanned lazily, together with the
+    other chunk parts of the same capture when it is one) or a capture."""
+    from traceflow.parallel import chunk_parts
+
     kind = input_kind(path)
     if kind == "packets":
-        return pl.scan_parquet(path)
+        return pl.scan_parquet(chunk_parts(path))
     if kind == "flows":
         raise InputFormatError("expected packets or a capture, got a flows table", path=path)
     from traceflow.pcap.reader import read_packets
@@ -372,8 +375,10 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1):
     """
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
+    from traceflow.parallel import whole_inputs
+
     tables = []
-    for path in inputs:
+    for path in whole_inputs(inputs):
         if input_kind(path) == "flows":
             table = pl.read_parquet(path)
         else:

@@ -17,6 +17,7 @@ import glob
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import threading
@@ -358,6 +359,28 @@ def expand_paths(inputs, patterns=("*",)):
     return list(dict.fromkeys(files))
 
 
+_CHUNK_PART = re.compile(r"^(part-\d{5,}-.+)-c(\d{4,})\.parquet$")
+
+
+def chunk_parts(path):
+    """All parts of the capture ``path`` is a chunk part of (``part-NNNNN-<name>-cKKKK.parquet``
+    written by :func:`map_files` with ``split``), in order; ``[path]`` for any other file.
+    The chunks of one capture are one packet stream: analyses must read them together."""
+    path = Path(path)
+    m = _CHUNK_PART.match(path.name)
+    if not m:
+        return [path]
+    return sorted(p for p in path.parent.glob(f"{glob.escape(m.group(1))}-c*.parquet")
+                  if _CHUNK_PART.match(p.name) and _CHUNK_PART.match(p.name).group(1) == m.group(1))
+
+
+def whole_inputs(files):
+    """``files`` without the second and later chunk parts of a capture: one entry per capture
+    (read the rest with :func:`chunk_parts`)."""
+    return [f for f in files if (m := _CHUNK_PART.match(Path(f).name)) is None
+            or int(m.group(2)) == 0]
+
+
 @dataclass(frozen=True)
 class _FileTask:
     fn: object
@@ -365,19 +388,22 @@ class _FileTask:
     part: Path
     source_column: str | None
     fn_writes: bool
+    chunk: object = None  # one piece of a split file, passed to fn as ``chunk=``
 
 
 def _write_file_part(task):
-    """Produce one file's Parquet part atomically; ``(rows, value returned by fn or None)``."""
+    """Produce one file's (or chunk's) Parquet part atomically; ``(rows, value returned by fn or
+    None)``."""
     import pyarrow.parquet as pq
 
     from traceflow.atomic import atomic_path
 
+    kwargs = {} if task.chunk is None else {"chunk": task.chunk}
     with atomic_path(task.part) as tmp:
         if task.fn_writes:
-            value = task.fn(task.source, tmp)
+            value = task.fn(task.source, tmp, **kwargs)
             return pq.read_metadata(tmp).num_rows, value
-        return _write_tables(task, task.fn(task.source), tmp), None
+        return _write_tables(task, task.fn(task.source, **kwargs), tmp), None
 
 
 def _write_tables(task, result, tmp):
@@ -420,7 +446,7 @@ def _to_arrow(obj):
 
 
 def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_writes=False,
-              executor="local", workers=None, scheduler=None, retries=0, label="files",
+              split=None, executor="local", workers=None, scheduler=None, retries=0, label="files",
               progress=True):
     """Apply ``fn`` to every file of ``inputs`` and write a partitioned Parquet dataset.
 
@@ -434,12 +460,17 @@ def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_wr
       ``partial(ingest_file, fmt="parquet")``) and may return a JSON-able summary.
 
     Each input file becomes one part ``out_dir/part-NNNNN-<file name>.parquet``; read them all
-    lazily with ``polars.scan_parquet(out_dir / "*.parquet")``. With ``source_column`` set, a
+    lazily with ``polars.scan_parquet(out_dir / "*.parquet")``. With ``split``, a function run here
+    on each file (e.g. ``partial(traceflow.pcap.reader.plan_chunks, target_bytes=...)``) that
+    returns the file's chunks, a file of several chunks becomes one task and one part
+    ``part-NNNNN-<file name>-cKKKK.parquet`` per chunk, ``fn`` getting the keyword ``chunk=``;
+    the parts' names sort by file, then chunk. With ``source_column`` set, a
     string column of that name records each row's input file. ``out_dir`` is replaced as a whole
     and only on success, so an error never leaves a partial dataset; on a multi-machine Dask
     cluster the inputs and ``out_dir`` must be on a file system shared by the workers.
 
-    Returns ``{"files": [...], "parts": [...], "rows": int, "results": [fn's value per file]}``.
+    Returns ``{"files": [...], "parts": [...], "sources": [index in files of each part], "rows":
+    int, "results": [fn's value per part]}``.
     """
     from traceflow.atomic import atomic_dir
 
@@ -447,19 +478,32 @@ def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_wr
         raise TraceflowError("source_column needs fn to return tables (fn_writes=False)")
     files = expand_paths(inputs, patterns)
     out_dir = Path(out_dir)
+    names, chunks, sources = [], [], []
+    for i, f in enumerate(files):
+        pieces = list(split(f.resolve())) if split else []
+        if len(pieces) <= 1:
+            names.append(f"part-{i:05d}-{f.name}.parquet")
+            chunks.append(None)
+            sources.append(i)
+            continue
+        width = max(4, len(str(len(pieces) - 1)))
+        names += [f"part-{i:05d}-{f.name}-c{k:0{width}d}.parquet" for k in range(len(pieces))]
+        chunks += pieces
+        sources += [i] * len(pieces)
     with atomic_dir(out_dir) as tmp:
-        names = [f"part-{i:05d}-{f.name}.parquet" for i, f in enumerate(files)]
-        tasks = [_FileTask(fn, f.resolve(), (tmp / name).resolve(), source_column, fn_writes)
-                 for f, name in zip(files, names)]
+        tasks = [_FileTask(fn, files[i].resolve(), (tmp / name).resolve(), source_column, fn_writes,
+                           chunk) for i, name, chunk in zip(sources, names, chunks)]
         try:
             done = map_tasks(_write_file_part, tasks, executor=executor, workers=workers,
                              scheduler=scheduler, retries=retries, label=label, progress=progress)
         except TaskError as exc:
             if exc.outcome.user_error:  # already names its file
                 raise TraceflowError(exc.outcome.error) from None
-            raise TraceflowError(exc.outcome.error, path=files[exc.outcome.index]) from None
+            raise TraceflowError(exc.outcome.error, path=files[sources[exc.outcome.index]]) \
+                from None
     return {"files": [str(f) for f in files], "parts": [str(out_dir / n) for n in names],
-            "rows": int(sum(rows for rows, _ in done)), "results": [value for _, value in done]}
+            "sources": sources, "rows": int(sum(rows for rows, _ in done)),
+            "results": [value for _, value in done]}
 
 
 # -- command-line options ----------------------------------------------------------------------

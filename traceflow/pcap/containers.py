@@ -42,13 +42,17 @@ def _zstd_errors():
 
 class CaptureStream(io.RawIOBase):
     """A readable, decompressed view of a capture file; ``raw_pos`` is the position in the file
-    itself (for progress bars).  Decompression errors become :class:`InputFormatError`."""
+    itself (for progress bars).  Decompression errors become :class:`InputFormatError`.
 
-    def __init__(self, path):
+    ``start``/``end`` restrict an uncompressed file to the byte range ``[start, end)`` (one chunk
+    of it); ``pos`` still counts from the start of the file."""
+
+    def __init__(self, path, start=0, end=None):
         self.path = Path(path)
         self._raw = open(self.path, "rb")
         magic = self._raw.read(4)
         self._raw.seek(0)
+        self.end = end
         self.compression = None
         self._errors = COMPRESSION_ERRORS
         if magic[:2] == GZIP_MAGIC:
@@ -62,7 +66,12 @@ class CaptureStream(io.RawIOBase):
             self._stream = zstandard.ZstdDecompressor().stream_reader(self._raw, read_across_frames=True)
         else:
             self._stream = self._raw
-        self.pos = 0  # decompressed bytes read so far
+        if (start or end is not None) and self.compression:
+            self.close()
+            raise InputFormatError(f"cannot read a byte range of {self.compression}-compressed data",
+                                   path=self.path)
+        self._raw.seek(start)
+        self.pos = start  # offset in the decompressed stream of the next byte read
 
     @property
     def raw_pos(self):
@@ -72,6 +81,12 @@ class CaptureStream(io.RawIOBase):
         return True
 
     def readinto(self, buf):
+        if self.end is not None and len(buf) > self.end - self.pos:
+            with memoryview(buf) as whole, whole[:max(0, self.end - self.pos)] as part:
+                return self._readinto(part)
+        return self._readinto(buf)
+
+    def _readinto(self, buf):
         try:
             n = self._stream.readinto(buf)
         except self._errors as exc:

@@ -7,6 +7,10 @@ by the batch and read-chunk sizes, whatever the file size.
 Two decoders produce identical tables: ``decoder="fast"`` (Cython, the default) and ``"dpkt"``
 (the dpkt-based reference, :mod:`traceflow.pcap.dpkt_decoder`).
 
+``plan_chunks(path)`` cuts a large uncompressed capture at record boundaries into :class:`Chunk` s
+that the fast decoder reads independently (``iter_batches(path, chunk=c)``); their tables, in order,
+make the whole file's table, so several workers can decode one file.
+
 Bad input raises :class:`~traceflow.errors.InputFormatError` naming the file, byte offset (in the
 decompressed stream) and record index.  With ``on_error="skip"`` a malformed record is dropped and
 counted in :class:`ReadStats` instead.  Resync policy: a pcapng block whose framing is intact but whose
@@ -19,19 +23,22 @@ Records of link types the decoder does not understand produce no rows; they are 
 ``ReadStats.unsupported_linktypes``.  pcapng simple packet blocks carry no timestamp or interface:
 their rows have ``ts`` 0 and ``iface`` 0.
 """
+import os
+import stat as stat_mode
 import struct
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from traceflow.errors import InputFormatError, TraceflowError
 from traceflow.pcap import _decode
 from traceflow.pcap.containers import (
-    IDB, MAX_RECORD, PCAPNG_MAGIC, CaptureStream, ReadStats, parse_idb, parse_pcap_header, section_byte_order,
-    sniff,
+    GZIP_MAGIC, IDB, MAX_RECORD, PCAP_HEADER_LEN, PCAPNG_MAGIC, ZSTD_MAGIC, CaptureStream, PcapHeader,
+    ReadStats, parse_idb, parse_pcap_header, section_byte_order, sniff,
 )
 from traceflow.pcap.schema import PACKET_SCHEMA
 
-__all__ = ["read_packets", "iter_batches", "ReadStats", "SUPPORTED_LINKTYPES"]
+__all__ = ["read_packets", "iter_batches", "plan_chunks", "Chunk", "ReadStats", "SUPPORTED_LINKTYPES"]
 
 SUPPORTED_LINKTYPES = _decode.SUPPORTED_LINKTYPES
 CHUNK = 4 << 20          # bytes read per call
@@ -40,21 +47,93 @@ _S = _decode.STATUS
 NEED_MORE, BATCH_FULL, BLOCK, BAD_RECORD = (_S[k] for k in ("NEED_MORE", "BATCH_FULL", "BLOCK",
                                                            "BAD_RECORD"))
 FRAMING_INTACT = _decode.FRAMING_INTACT
+DEFAULT_CHUNK_BYTES = 64 << 20
+# a link type no decoder knows: records of it are framed and counted, never decoded (chunk planning)
+FRAME_ONLY_LINKTYPE = 0xFFFF
 
 
-def read_packets(path, *, decoder="fast", on_error="fail", batch_size=65536, stats=None, progress=None):
+@dataclass(frozen=True)
+class Chunk:
+    """A byte range of a capture that decodes on its own (see :func:`plan_chunks`).
+
+    ``start_offset``/``end_offset``: the bytes ``[start, end)`` of the file (``end_offset`` None: to
+    its end); the first chunk starts at 0 and holds the file header.  ``first_record_index``: the
+    file-wide index of the chunk's first record.  Context to decode from ``start_offset``:
+    ``format``, for pcap the file ``header``, for pcapng the section's byte order ``big_endian``
+    and the ``interfaces`` (:class:`~traceflow.pcap.containers.Interface`) in force there.
+    """
+    path: str
+    start_offset: int = 0
+    end_offset: int | None = None
+    first_record_index: int = 0
+    index: int = 0
+    format: str | None = None
+    header: PcapHeader | None = None
+    big_endian: bool = False
+    interfaces: tuple = ()
+
+    @property
+    def whole(self):
+        return self.start_offset == 0 and self.end_offset is None
+
+
+def plan_chunks(path, target_bytes=DEFAULT_CHUNK_BYTES):
+    """Cut a capture into :class:`Chunk` s of about ``target_bytes`` bytes (at least one record each).
+
+    Cuts fall on record (pcap) or block (pcapng) boundaries, found by framing the file with the fast
+    decoder without decoding packets.  A compressed, non-regular or small file is one whole chunk.
+    Planning stops cutting at the first malformed record: the rest of the file is the last chunk,
+    whose reader reports (or skips) it exactly as a whole-file read does.
+    """
+    if target_bytes < 1:
+        raise TraceflowError(f"chunk size must be positive, not {target_bytes}")
+    whole = [Chunk(str(path))]
+    try:
+        st = os.stat(path)
+        if not stat_mode.S_ISREG(st.st_mode) or st.st_size <= target_bytes:
+            return whole  # a pipe cannot be read twice
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return whole  # the reader reports it
+    if magic[:2] == GZIP_MAGIC or magic == ZSTD_MAGIC:
+        return whole
+    planner = _Planner(path, target_bytes, st.st_size)
+    try:
+        for _ in planner.batches():
+            pass
+    except InputFormatError:
+        pass
+    if not planner.cuts:
+        return whole
+    starts = [(0, 0, False, ())] + planner.cuts
+    ends = [cut[0] for cut in planner.cuts] + [st.st_size]
+    header = planner.header if planner.stats.format == "pcap" else None
+    return [Chunk(str(path), start, end, record, i, planner.stats.format, header, big, interfaces)
+            for i, ((start, record, big, interfaces), end) in enumerate(zip(starts, ends))]
+
+
+def read_packets(path, *, decoder="fast", on_error="fail", batch_size=65536, stats=None, progress=None,
+                 chunk=None):
     """Decode a capture into a ``pyarrow.Table`` (schema :data:`PACKET_SCHEMA`).
 
     ``stats``: an optional :class:`ReadStats` filled in while reading.  ``progress``: optional
     callable receiving increments of bytes read from the file (compressed bytes for .gz/.zst).
+    ``chunk``: decode only this :class:`Chunk` of the file (see :func:`iter_batches`).
     """
     batches = list(iter_batches(path, decoder=decoder, on_error=on_error, batch_size=batch_size,
-                                stats=stats, progress=progress))
+                                stats=stats, progress=progress, chunk=chunk))
     return pa.Table.from_batches(batches, schema=PACKET_SCHEMA)
 
 
-def iter_batches(path, *, decoder="fast", on_error="fail", batch_size=65536, stats=None, progress=None):
-    """Yield ``pyarrow.RecordBatch`` es of at most ``batch_size`` packets, in file order."""
+def iter_batches(path, *, decoder="fast", on_error="fail", batch_size=65536, stats=None, progress=None,
+                 chunk=None):
+    """Yield ``pyarrow.RecordBatch`` es of at most ``batch_size`` packets, in file order.
+
+    With ``chunk`` (from :func:`plan_chunks` of this file) only that byte range is decoded; error
+    offsets and record indices still count from the start of the file, and ``stats`` count the
+    chunk's records and bytes (and the pcapng interfaces it defines) only.
+    """
     if on_error not in ("fail", "skip"):
         raise TraceflowError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     if batch_size < 1:
@@ -62,7 +141,9 @@ def iter_batches(path, *, decoder="fast", on_error="fail", batch_size=65536, sta
     stats = ReadStats() if stats is None else stats
     stats.path = str(path)
     if decoder == "fast":
-        return _FastReader(path, on_error, batch_size, stats, progress).batches()
+        return _FastReader(path, on_error, batch_size, stats, progress, chunk).batches()
+    if chunk is not None and not chunk.whole:
+        raise TraceflowError("reading a chunk of a capture needs decoder='fast'")
     if decoder == "dpkt":
         from traceflow.pcap.dpkt_decoder import iter_batches as dpkt_batches
 
@@ -74,40 +155,75 @@ def iter_batches(path, *, decoder="fast", on_error="fail", batch_size=65536, sta
 class _FastReader:
     """Chunked read loop around :class:`traceflow.pcap._decode.Decoder`."""
 
-    def __init__(self, path, on_error, batch_size, stats, progress):
+    frame_only = False  # frame records without decoding them (chunk planning)
+
+    def __init__(self, path, on_error, batch_size, stats, progress, chunk=None):
         self.path = path
         self.skip = on_error == "skip"
         self.batch_size = batch_size
         self.stats = stats
         self.progress = progress
+        self.chunk = chunk if chunk is not None else Chunk(str(path))
+        self.read_size = CHUNK
+        self.header = None        # pcap file header
+        self.interfaces = []      # pcapng interfaces of the current section
+        self._inherited = 0       # of which in force before the chunk starts
         self._raw_seen = 0
 
     def _error(self, message, offset, record=None):
         return InputFormatError(message, path=self.path, offset=offset, record=record)
 
+    def _linktype(self, linktype):
+        return FRAME_ONLY_LINKTYPE if self.frame_only else linktype
+
     def batches(self):
-        with CaptureStream(self.path) as src:
+        chunk = self.chunk
+        start, end = chunk.start_offset, chunk.end_offset
+        with CaptureStream(self.path, start, end) as src:
             self.src = src
+            self._raw_seen = src.raw_pos
             self.stats.compression = src.compression
-            head = src.read_exact(4)
-            fmt = sniff(head, self.path)
+            big, interfaces = False, ()
+            if start == 0:
+                head = src.read_exact(4)
+                fmt = sniff(head, self.path)
+                if fmt == "pcap":
+                    head += src.read_exact(PCAP_HEADER_LEN - 4)
+                    self.header = parse_pcap_header(head, self.path)
+                    buf, base = bytearray(), PCAP_HEADER_LEN
+                else:  # byte order comes from the section header block
+                    buf, base = bytearray(head), 0
+            else:
+                fmt, self.header = chunk.format, chunk.header
+                big, interfaces = chunk.big_endian, chunk.interfaces
+                buf, base = bytearray(), start
             self.stats.format = fmt
+            hdr = self.header
             if fmt == "pcap":
-                head += src.read_exact(20)
-                hdr = parse_pcap_header(head, self.path)
                 dec = _decode.Decoder(0, hdr.big_endian, MAX_RECORD)
-                dec.set_pcap(hdr.linktype, hdr.snaplen, hdr.nanos)
-            else:  # byte order comes from the section header block
-                dec = _decode.Decoder(1, False, MAX_RECORD)
+                dec.set_pcap(self._linktype(hdr.linktype), hdr.snaplen, hdr.nanos)
+            else:
+                dec = _decode.Decoder(1, big, MAX_RECORD)
+            dec.records = chunk.first_record_index
             self.dec = dec
-            yield from self._loop(bytearray(head), fmt)
-            self.stats.bytes = src.pos
+            for iface in interfaces:
+                self._add_interface(iface)
+            self._inherited = len(interfaces)
+            yield from self._loop(buf, fmt, base)
+            self.stats.bytes = src.pos - start
             self._tick()
             if fmt == "pcap":
                 self.stats.add_unsupported(hdr.linktype, dec.unsupported)
-                self.stats.interfaces = 1
+                self.stats.interfaces = int(start == 0)
             else:
                 self._collect_interfaces()
+
+    def _add_interface(self, iface):
+        self.interfaces.append(iface)
+        self.dec.add_interface(self._linktype(iface.linktype), iface.tsresol, iface.tsoffset)
+
+    def _boundary(self, offset):
+        """Called where a record or block starts (file offset ``offset``); for chunk planning."""
 
     def _tick(self):
         if self.progress is not None:
@@ -119,18 +235,15 @@ class _FastReader:
         dec = self.dec
         n = dec.n_interfaces
         arrays = dec.if_arrays
-        for lt, count in zip(arrays["linktype"][:n], arrays["unsupported"][:n]):
-            self.stats.add_unsupported(lt, count)
-        self.stats.interfaces += n
+        for iface, count in zip(self.interfaces, arrays["unsupported"][:n]):
+            self.stats.add_unsupported(iface.linktype, count)
+        # interfaces inherited by a chunk are counted by the chunk that defines them
+        self.stats.interfaces += n - self._inherited
+        self._inherited = 0
 
-    def _loop(self, buf, fmt):
-        """Decode records; ``buf`` holds the bytes read so far: the pcap file header (already
-        parsed) or the start of the first pcapng block."""
+    def _loop(self, buf, fmt, base):
+        """Decode records; ``buf`` holds the bytes read so far (from stream offset ``base``)."""
         dec, stats = self.dec, self.stats
-        base = 0                  # stream offset of buf[0]
-        if fmt == "pcap":
-            base = len(buf)
-            buf = bytearray()
         filled = len(buf)
         pos = 0
         eof = False
@@ -169,6 +282,7 @@ class _FastReader:
                     new_pos, status, msg = None, BAD_RECORD, str(exc)
                 if new_pos is not None:
                     pos = new_pos
+                    self._boundary(base + pos)
                     continue
             if status == BAD_RECORD:
                 err, dec.err = dec.err, 0
@@ -196,11 +310,13 @@ class _FastReader:
                     stats.skipped_bytes += filled - pos
                     stats.note(f"record {dec.records} at offset {base + pos}: truncated at end of file")
                 break
+            if not resyncing:
+                self._boundary(base + pos)
             # keep the unread tail, then read more behind it
             tail = filled - pos
             if tail > MAX_RECORD + 64:
                 raise self._error("record larger than the maximum size", base + pos, dec.records)
-            need = tail + CHUNK
+            need = tail + self.read_size
             if len(buf) < need:
                 new = bytearray(need)
                 new[:tail] = buf[pos:filled]
@@ -218,7 +334,7 @@ class _FastReader:
         if cols.n:
             stats.packets += cols.n
             yield cols.to_batch()
-        stats.records = dec.records
+        stats.records = dec.records - self.chunk.first_record_index
 
     def _block(self, buf, filled, pos, base):
         """Handle the non-packet pcapng block at ``pos``; its new end, or None if it is incomplete."""
@@ -247,10 +363,30 @@ class _FastReader:
             self._collect_interfaces()
             dec.big = big
             dec.reset_interfaces()
+            self.interfaces = []
         elif btype == IDB:
             if blen < 20:
                 raise self._error(f"truncated interface description block ({blen} bytes)", base + pos)
-            iface = parse_idb(block, big)
-            dec.add_interface(iface.linktype, iface.tsresol, iface.tsoffset)
+            self._add_interface(parse_idb(block, big))
         # every other block type (statistics, name resolution, custom, unknown) is legal: skip it
         return pos + blen
+
+
+class _Planner(_FastReader):
+    """Frames a whole capture without decoding packets and notes a cut (offset, record index,
+    pcapng byte order and interfaces) at the first record boundary after every ``target`` bytes."""
+
+    frame_only = True
+
+    def __init__(self, path, target, size):
+        super().__init__(path, "fail", 1, ReadStats(), None)
+        # boundaries are seen where a read ends: short reads keep chunks near the target size
+        self.read_size = min(CHUNK, max(1, target // 8))
+        self.target, self.size = target, size
+        self.next_cut = target
+        self.cuts = []
+
+    def _boundary(self, offset):
+        if self.next_cut <= offset < self.size:
+            self.cuts.append((offset, self.dec.records, bool(self.dec.big), tuple(self.interfaces)))
+            self.next_cut = offset + self.target
