@@ -188,7 +188,7 @@ cdef class KeepWindow(SenderHook):
             self.rto = s.rto
             self.have_rtt = True
 
-    cdef void on_conn_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_conn_start(self, TcpSender s, int64_t now) except -1:
         if self.have:
             s.cwnd = self.cwnd
             s.ssthresh = self.ssthresh
@@ -198,12 +198,12 @@ cdef class KeepWindow(SenderHook):
             s.rto = self.rto
             s.have_rtt = True
 
-    cdef void on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except -1:
         self._save(s, s.cwnd)
 
-    cdef void on_loss(self, TcpSender s, int64_t now) except *:
+    cdef int on_loss(self, TcpSender s, int64_t now) except -1:
         # called before fast recovery inflates the window; recovery ends at cwnd = ssthresh
         self._save(s, s.ssthresh)
 
-    cdef void on_timeout(self, TcpSender s, int64_t now) except *:
+    cdef int on_timeout(self, TcpSender s, int64_t now) except -1:
         self._save(s, s.cwnd)

@@ -15,10 +15,10 @@ cdef class CongestionOps:
         self.recovery = RECOVERY_RENO
         self.name = "reno"
 
-    cdef void on_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_start(self, TcpSender s, int64_t now) except -1:
         pass
 
-    cdef void on_ack(self, TcpSender s, int64_t newly, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t newly, int64_t now) except -1:
         # once per new ACK, as ns-2's opencwnd: slow start +1, congestion avoidance +xi/cwnd
         if s.cwnd < s.ssthresh:
             s.cwnd += 1.0
@@ -27,7 +27,7 @@ cdef class CongestionOps:
         if s.cwnd > s.rwnd:
             s.cwnd = <double>s.rwnd
 
-    cdef void on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except *:
+    cdef int on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except -1:
         pass
 
     cdef double ssthresh_on_loss(self, TcpSender s) except? -1:
@@ -35,7 +35,7 @@ cdef class CongestionOps:
         w = floor(w / 2.0)
         return w if w > 2.0 else 2.0
 
-    cdef void on_loss(self, TcpSender s, bint timeout, int64_t now) except *:
+    cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         pass
 
 
@@ -73,19 +73,19 @@ cdef class Vegas(CongestionOps):
         self.beta = beta
         self.gamma = gamma
 
-    cdef void on_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_start(self, TcpSender s, int64_t now) except -1:
         self.base_rtt = -1
         self.round_min = -1
         self.mark = 0
         self.ss_grow = True
 
-    cdef void on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except *:
+    cdef int on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except -1:
         if self.base_rtt < 0 or rtt < self.base_rtt:
             self.base_rtt = rtt
         if self.round_min < 0 or rtt < self.round_min:
             self.round_min = rtt
 
-    cdef void on_ack(self, TcpSender s, int64_t newly, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t newly, int64_t now) except -1:
         cdef double diff, target
         cdef bint decide = s.snd_una + newly > self.mark and self.round_min > 0
         if decide:
@@ -111,7 +111,7 @@ cdef class Vegas(CongestionOps):
         if s.cwnd > s.rwnd:
             s.cwnd = <double>s.rwnd
 
-    cdef void on_loss(self, TcpSender s, bint timeout, int64_t now) except *:
+    cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         self.ss_grow = True
         self.mark = s.snd_max
         self.round_min = -1
@@ -132,17 +132,17 @@ cdef class Rate(CongestionOps):
         self.a = a
         self.b = b
 
-    cdef void on_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_start(self, TcpSender s, int64_t now) except -1:
         self.prev_rtt = -1
         self.cur_rtt = -1
         self.fresh = False
 
-    cdef void on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except *:
+    cdef int on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except -1:
         self.prev_rtt = self.cur_rtt
         self.cur_rtt = rtt
         self.fresh = True
 
-    cdef void on_ack(self, TcpSender s, int64_t newly, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t newly, int64_t now) except -1:
         cdef double a
         if s.cwnd < s.ssthresh:
             s.cwnd += 1.0

@@ -4,6 +4,8 @@
 # Simulator's ``keep`` list), a component-local ``kind``, an optional Packet and an int64 argument.
 # Dispatch is one C virtual call (Component.handle); no Python call per event.
 
+cimport cython
+
 ctypedef struct Event:
     int64_t t
     uint64_t seq
@@ -21,7 +23,7 @@ cdef class Component:
     """Anything that receives events. Subclasses override ``handle``."""
     cdef Simulator sim
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         pass
 
 
@@ -52,6 +54,7 @@ ctypedef struct TransferRec:
     int64_t timeouts
 
 
+@cython.final
 cdef class Simulator:
     """Event loop plus the global tables (flows, transfers) every component writes into."""
     cdef Event* heap
@@ -97,7 +100,15 @@ cdef class Simulator:
         free(self.transfers)
 
     # ---- scheduling ----
-    cdef void schedule(self, int64_t t, Component c, int32_t kind, Packet* p, int64_t arg) except *:
+    cdef inline int schedule(self, int64_t t, Component c, int32_t kind, Packet* p,
+                             int64_t arg) except -1:
+        cdef uint64_t seq = self.seqno
+        self.seqno += 1
+        return self.push(t, seq, c, kind, p, arg)
+
+    cdef int push(self, int64_t t, uint64_t seq, Component c, int32_t kind, Packet* p,
+                  int64_t arg) except -1:
+        """Insert an event whose sequence number was taken earlier (Link delay lines)."""
         cdef Py_ssize_t i, parent
         cdef Event ev
         if self.nheap == self.capheap:
@@ -106,8 +117,7 @@ cdef class Simulator:
             if self.heap == NULL:
                 raise MemoryError()
         ev.t = t
-        ev.seq = self.seqno
-        self.seqno += 1
+        ev.seq = seq
         ev.obj = <PyObject*>c
         ev.pkt = p
         ev.arg = arg
@@ -122,6 +132,7 @@ cdef class Simulator:
             else:
                 break
         self.heap[i] = ev
+        return 0
 
     cdef inline void _pop(self, Event* out) noexcept:
         cdef Py_ssize_t i = 0, child, n
@@ -163,7 +174,11 @@ cdef class Simulator:
             callback(until)
 
     def pending_events(self):
-        return self.nheap
+        cdef Link l
+        cdef Py_ssize_t n = self.nheap
+        for l in self.links_list:
+            n += l.wire_n
+        return n
 
     def packets_in_events(self):
         """Packets referenced by pending events (on the wire, in delay lines), per flow and direction."""
@@ -172,6 +187,13 @@ cdef class Simulator:
         for i in range(self.nheap):
             if self.heap[i].pkt != NULL:
                 key = (self.heap[i].pkt.flow, self.heap[i].pkt.dir)
+                out[key] = out.get(key, 0) + 1
+        cdef Link l
+        cdef Packet* q
+        for l in self.links_list:
+            for i in range(l.wire_n):
+                q = l.wire[(l.wire_head + i) & (l.wire_cap - 1)].pkt
+                key = (q.flow, q.dir)
                 out[key] = out.get(key, 0) + 1
         return out
 
@@ -247,7 +269,7 @@ cdef class Simulator:
         f.drop_bytes[p.dir] += p.size
         pkt_free(p)
 
-    cdef void deliver(self, Packet* p, int64_t now) except *:
+    cdef int deliver(self, Packet* p, int64_t now) except -1:
         """Hand a packet that reached its destination node to its agent (which frees it)."""
         cdef FlowStat* f = &self.flows[p.flow]
         f.recv[p.dir] += 1
@@ -334,10 +356,11 @@ cdef class Agent(Component):
     cdef readonly int32_t node
     cdef readonly int32_t flow
 
-    cdef void recv(self, Packet* p, int64_t now) except *:
+    cdef int recv(self, Packet* p, int64_t now) except -1:
         pkt_free(p)
 
 
+@cython.final
 cdef class Node(Component):
     """A host or router with a static routing table (destination node -> outgoing Link)."""
     cdef readonly int32_t id
@@ -360,11 +383,11 @@ cdef class Node(Component):
         for i, l in enumerate(links_by_dst):
             self.route[i] = NULL if l is None else <PyObject*>l
 
-    cdef void receive(self, Packet* p, int64_t now) except *:
+    cdef int receive(self, Packet* p, int64_t now) except -1:
         cdef PyObject* l
         if p.dst == self.id:
             self.sim.deliver(p, now)
-            return
+            return 0
         l = self.route[p.dst] if p.dst < self.nroute else NULL
         if l == NULL:
             self.sim.drops_noroute += 1

@@ -10,6 +10,18 @@ cdef enum:
     LINK_ARRIVE = 2
 
 
+# Delay line: arrivals on a link are scheduled in (t, seq) order (busy_until only grows and the
+# delay is fixed), so only the earliest one needs to sit in the simulator's heap (event arg 1);
+# the rest wait here with the sequence number they got when scheduled, and each enters the heap
+# when its predecessor is popped. The event order is exactly that of one heap with all of them;
+# the heap just stays small. An arrival earlier than the line's tail gets its own event (arg 0).
+ctypedef struct WireEntry:
+    int64_t t
+    uint64_t seq
+    Packet* pkt
+
+
+@cython.final
 cdef class Link(Component):
     cdef readonly int32_t id
     cdef readonly str name
@@ -31,6 +43,10 @@ cdef class Link(Component):
     cdef readonly int64_t delivered, delivered_bytes  # reached the far node
     cdef readonly int64_t on_wire                     # propagating now
     cdef readonly int64_t busy_ns                     # transmitter busy time
+    cdef WireEntry* wire                              # delay line (ring), see WireEntry
+    cdef Py_ssize_t wire_cap, wire_head, wire_n
+    cdef bint wire_active                             # a line event (arg 1) is in the heap
+    cdef int64_t wire_last_t                          # arrival time of the line's last packet
     cdef double q_area_pkts, q_area_bytes             # integral of queue length over time
     cdef int64_t q_last_t
     cdef readonly int64_t q_max_pkts, q_max_bytes
@@ -56,7 +72,12 @@ cdef class Link(Component):
             rng_seed(&self.rng, rng_state)
 
     def __dealloc__(self):
+        cdef Py_ssize_t i
         free(self.ser)
+        if self.wire != NULL:
+            for i in range(self.wire_n):
+                pkt_free(self.wire[(self.wire_head + i) & (self.wire_cap - 1)].pkt)
+            free(self.wire)
 
     def attach(self, Simulator sim):
         self.sim = sim
@@ -88,7 +109,7 @@ cdef class Link(Component):
             self.q_area_bytes += <double>dt * self.queue.len_bytes
             self.q_last_t = now
 
-    cdef void send(self, Packet* p, int64_t now) except *:
+    cdef int send(self, Packet* p, int64_t now) except -1:
         """A packet arrives at this link's queue."""
         cdef int64_t d0 = 0
         self.arrivals += 1
@@ -108,17 +129,17 @@ cdef class Link(Component):
             self.ser[5 * self._bin(now) + 4] += self.queue.drop_pkts - d0
         self._poke(now)
 
-    cdef inline void _poke(self, int64_t now) except *:
+    cdef inline int _poke(self, int64_t now) except -1:
         """Transmit now if the transmitter is free, else make sure it is woken when it frees."""
         if self.tx_pending:
-            return
+            return 0
         if now >= self.busy_until:
             self._start_tx(now)
         elif self.queue.len_pkts > 0:
             self.tx_pending = True
             self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
-    cdef void _start_tx(self, int64_t now) except *:
+    cdef int _start_tx(self, int64_t now) except -1:
         # The packet's whole life on this link is scheduled at once: it occupies the transmitter
         # until busy_until and arrives at busy_until + delay. A wake-up (TX_DONE) event exists
         # only while packets wait, so uncongested links cost one event per packet.
@@ -126,7 +147,7 @@ cdef class Link(Component):
         cdef Packet* p = self.queue.dequeue(now)
         cdef int64_t tx
         if p == NULL:
-            return
+            return 0
         tx = <int64_t>(p.size * self.ns_per_byte + 0.5)
         self.busy_until = now + tx
         self.busy_ns += tx
@@ -144,20 +165,60 @@ cdef class Link(Component):
             self.sim.drop(p)
         else:
             self.on_wire += 1
-            self.sim.schedule(self.busy_until + self.delay, self, LINK_ARRIVE, p, 0)
+            self._wire_add(self.busy_until + self.delay, p)
         if self.queue.len_pkts > 0:
             self.tx_pending = True
             self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
-    cdef void kick(self, int64_t now) except *:
+    cdef int _wire_add(self, int64_t t, Packet* p) except -1:
+        """Schedule the arrival of ``p`` at ``t`` (takes a sequence number like schedule())."""
+        cdef uint64_t seq = self.sim.seqno
+        cdef WireEntry* nw
+        cdef Py_ssize_t i, cap
+        self.sim.seqno += 1
+        if not self.wire_active:
+            self.wire_active = True
+            self.wire_last_t = t
+            return self.sim.push(t, seq, self, LINK_ARRIVE, p, 1)
+        if t < self.wire_last_t:
+            return self.sim.push(t, seq, self, LINK_ARRIVE, p, 0)
+        if self.wire_n == self.wire_cap:
+            cap = max(64, 2 * self.wire_cap)
+            nw = <WireEntry*>malloc(cap * sizeof(WireEntry))
+            if nw == NULL:
+                raise MemoryError()
+            for i in range(self.wire_n):
+                nw[i] = self.wire[(self.wire_head + i) & (self.wire_cap - 1)]
+            free(self.wire)
+            self.wire = nw
+            self.wire_cap = cap
+            self.wire_head = 0
+        nw = &self.wire[(self.wire_head + self.wire_n) & (self.wire_cap - 1)]
+        nw.t = t
+        nw.seq = seq
+        nw.pkt = p
+        self.wire_n += 1
+        self.wire_last_t = t
+        return 0
+
+    cdef int kick(self, int64_t now) except -1:
         """Start transmitting if idle and the queue has a packet (for disciplines that hold packets)."""
         self._poke(now)
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
+        cdef WireEntry e
         if kind == LINK_TX_DONE:
             self.tx_pending = False
             self._start_tx(now)
         elif kind == LINK_ARRIVE:
+            if arg == 1:
+                if self.wire_n > 0:
+                    e = self.wire[self.wire_head]
+                    self.wire_head = (self.wire_head + 1) & (self.wire_cap - 1)
+                    self.wire_n -= 1
+                    self.sim.push(e.t, e.seq, self, LINK_ARRIVE, e.pkt, 1)
+                else:
+                    self.wire_active = False
             self.on_wire -= 1
             self.delivered += 1
             self.delivered_bytes += p.size

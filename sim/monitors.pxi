@@ -32,7 +32,7 @@ cdef class QueueSampler(Component):
     def start(self, int64_t at=0):
         self.sim.schedule(at, self, 1, NULL, 0)
 
-    cdef void _grow(self) except *:
+    cdef int _grow(self) except -1:
         self.cap = max(1024, 2 * self.cap)
         self.t = <int64_t*>realloc(self.t, self.cap * sizeof(int64_t))
         self.link = <int32_t*>realloc(self.link, self.cap * sizeof(int32_t))
@@ -43,7 +43,7 @@ cdef class QueueSampler(Component):
                 or self.avg == NULL:
             raise MemoryError()
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         cdef Py_ssize_t i
         cdef Link l
         for i in range(self.nlinks):

@@ -8,6 +8,7 @@ cdef enum:
     SINK_EV_INJECT = 2
 
 
+@cython.final
 cdef class TcpSink(Agent):
     cdef public int32_t mss, hdr
     cdef public bint delack
@@ -46,7 +47,7 @@ cdef class TcpSink(Agent):
     def __dealloc__(self):
         free(self.ring)
 
-    cdef void _ring_set(self, int64_t seg) except *:
+    cdef int _ring_set(self, int64_t seg) except -1:
         cdef int64_t off = seg - self.rcv_nxt, newcap, i, s
         cdef uint8_t* nr
         if off >= self.cap:
@@ -77,7 +78,7 @@ cdef class TcpSink(Agent):
         if self.ring != NULL:
             memset(self.ring, 0, self.cap)
 
-    cdef void _send_ack(self, int64_t now, uint16_t flags) except *:
+    cdef int _send_ack(self, int64_t now, uint16_t flags) except -1:
         cdef Packet* p = pkt_alloc()
         p.flow = self.flow
         p.conn = self.conn
@@ -106,14 +107,14 @@ cdef class TcpSink(Agent):
         else:
             self.node_obj.receive(p, now)
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == SINK_EV_INJECT:
             self.node_obj.receive(p, now)
         elif kind == SINK_EV_DELACK:
             if arg == self.delack_gen and self.pending > 0:
                 self._send_ack(now, F_ACK)
 
-    cdef void recv(self, Packet* p, int64_t now) except *:
+    cdef int recv(self, Packet* p, int64_t now) except -1:
         cdef int64_t seg = p.seq
         cdef bint in_order = False
         cdef uint16_t flags = F_ACK
@@ -122,13 +123,13 @@ cdef class TcpSink(Agent):
             self._reset(p.conn)
         elif p.conn < self.conn:
             pkt_free(p)
-            return
+            return 0
         self.echo_ts = p.ts
         self.echo_retx = p.retx
         if p.flags & F_SYN:
             pkt_free(p)
             self._send_ack(now, F_SYN | F_ACK)
-            return
+            return 0
         if p.flags & F_FIN:
             self.fin_seg = seg
             self.fin_payload = p.payload
@@ -153,7 +154,7 @@ cdef class TcpSink(Agent):
             self._send_ack(now, flags)
             if self.app is not None:
                 self.app.transfer_done(self.flow, now)
-            return
+            return 0
         if self.delack and in_order and self.nooo == 0:
             self.pending += 1
             if self.pending >= 2:

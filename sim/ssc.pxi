@@ -217,27 +217,27 @@ cdef class SSCHook(SenderHook):
         self._t, self._x, self._gamma, self._l1, self._l2hat, self._xi, self._A = (
             [], [], [], [], [], [], [])
 
-    cdef void on_conn_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_conn_start(self, TcpSender s, int64_t now) except -1:
         if not self.started:
             self.started = True
             self.t_first = now
         self.last_cwnd = s.cwnd
 
-    cdef void on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except *:
+    cdef int on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except -1:
         self.sent_bytes += nbytes
         self.last_cwnd = s.cwnd
 
-    cdef void on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except -1:
         self.acked_bytes += acked_bytes
         self.last_cwnd = s.cwnd
 
-    cdef void on_timeout(self, TcpSender s, int64_t now) except *:
+    cdef int on_timeout(self, TcpSender s, int64_t now) except -1:
         # the sender already cut cwnd to 1: the window in force is the last one observed
         self.core.on_timeout(self.last_cwnd)
         if self.active and self.ss:
             s.ssthresh = self.core.ssthresh_for(s.ssthresh)
 
-    cdef void on_timer(self, TcpSender s, int64_t now) except *:
+    cdef int on_timer(self, TcpSender s, int64_t now) except -1:
         cdef double xi
         if self.warmup > 0 and not self.core.enabled and now - self.t_first >= self.warmup:
             self.core.enabled = True

@@ -31,34 +31,35 @@ cdef class SenderHook:
     """
     cdef public int64_t period
 
-    cdef void on_attach(self, TcpSender s, int64_t now) except *:
+    cdef int on_attach(self, TcpSender s, int64_t now) except -1:
         pass
 
-    cdef void on_conn_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_conn_start(self, TcpSender s, int64_t now) except -1:
         """A new connection (transfer) starts; cwnd/ssthresh were just reset."""
         pass
 
-    cdef void on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except *:
+    cdef int on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except -1:
         pass
 
-    cdef void on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except -1:
         """A new cumulative ACK acknowledged ``acked_bytes`` payload bytes."""
         pass
 
-    cdef void on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except *:
+    cdef int on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except -1:
         pass
 
-    cdef void on_loss(self, TcpSender s, int64_t now) except *:
+    cdef int on_loss(self, TcpSender s, int64_t now) except -1:
         """Fast retransmit (three duplicate ACKs)."""
         pass
 
-    cdef void on_timeout(self, TcpSender s, int64_t now) except *:
+    cdef int on_timeout(self, TcpSender s, int64_t now) except -1:
         pass
 
-    cdef void on_timer(self, TcpSender s, int64_t now) except *:
+    cdef int on_timer(self, TcpSender s, int64_t now) except -1:
         pass
 
 
+@cython.final
 cdef class TcpSender(Agent):
     # configuration (segments, ns)
     cdef public int32_t mss, hdr
@@ -122,11 +123,11 @@ cdef class TcpSender(Agent):
         self.dst_agent = dst_agent
 
     # ---- application interface ----
-    cdef void start_transfer(self, int64_t nbytes, int64_t now) except *:
+    cdef int start_transfer(self, int64_t nbytes, int64_t now) except -1:
         """Open a connection and send ``nbytes`` (< 0: unlimited). Queued if one is open."""
         if self.state != TCP_IDLE:
             self.pending.append(nbytes)
-            return
+            return 0
         self.conn += 1
         self.ts_recent = 0
         if nbytes < 0:
@@ -165,20 +166,20 @@ cdef class TcpSender(Agent):
             self.state = TCP_ESTABLISHED
             self.send_much(now)
 
-    cdef void app_limit(self, int64_t avail_segs, int64_t now) except *:
+    cdef int app_limit(self, int64_t avail_segs, int64_t now) except -1:
         """Application-limited sending: only segments below ``avail_segs`` may be sent."""
         self.avail = avail_segs
         self.send_much(now)
 
-    cdef void app_append(self, int64_t nseg, int64_t now) except *:
+    cdef int app_append(self, int64_t nseg, int64_t now) except -1:
         """The application hands ``nseg`` more segments to an open unlimited connection."""
         self.avail += nseg
         self.send_much(now)
 
-    cdef void app_close(self, int64_t now) except *:
+    cdef int app_close(self, int64_t now) except -1:
         """End an unlimited transfer after what was already handed over (on/off sources)."""
         if self.state == TCP_IDLE or self.n_seg != INFINITE_SEGS:
-            return
+            return 0
         self.n_seg = max(self.snd_max, self.snd_una) + 1
         self.avail = self.n_seg
         self.send_much(now)
@@ -199,14 +200,14 @@ cdef class TcpSender(Agent):
         p.ack_bytes = self.ts_recent      # for the pcap's TSecr (data segments carry no ack_bytes)
         return p
 
-    cdef void _inject(self, Packet* p, int64_t now) except *:
+    cdef int _inject(self, Packet* p, int64_t now) except -1:
         self.sim.count_sent(p)
         if self.extra_delay > 0:
             self.sim.schedule(now + self.extra_delay, self, TCP_EV_INJECT, p, 0)
         else:
             self.node_obj.receive(p, now)
 
-    cdef void _send_syn(self, int64_t now) except *:
+    cdef int _send_syn(self, int64_t now) except -1:
         cdef Packet* p = self._new_packet(now)
         p.seq = -1
         p.size = self.hdr
@@ -216,7 +217,7 @@ cdef class TcpSender(Agent):
         self._inject(p, now)
         self._timer_set(now + self.rto * self.backoff)
 
-    cdef void _send_seg(self, int64_t seg, int64_t now) except *:
+    cdef int _send_seg(self, int64_t seg, int64_t now) except -1:
         cdef Packet* p = self._new_packet(now)
         cdef TransferRec* tr = &self.sim.transfers[self.xfer]
         cdef bint retx = seg < self.snd_max
@@ -248,10 +249,10 @@ cdef class TcpSender(Agent):
             w = self.rwnd
         return w if w >= 1 else 1
 
-    cdef void send_much(self, int64_t now) except *:
+    cdef int send_much(self, int64_t now) except -1:
         cdef int64_t limit
         if self.state != TCP_ESTABLISHED:
-            return
+            return 0
         limit = self.snd_una + self.window()
         if limit > self.avail:
             limit = self.avail
@@ -265,7 +266,7 @@ cdef class TcpSender(Agent):
         if self.snd_max > self.snd_una and not self.rto_armed:
             self._timer_set(now + self._rto_value())
 
-    cdef void _send_one_new(self, int64_t now) except *:
+    cdef int _send_one_new(self, int64_t now) except -1:
         """Limited transmit (RFC 3042, ns-2 singledup_): one new segment on the first and second
         duplicate ACK, within the receiver window but regardless of cwnd."""
         if (self.state == TCP_ESTABLISHED and self.snd_nxt == self.snd_max
@@ -275,7 +276,7 @@ cdef class TcpSender(Agent):
             self.snd_nxt += 1
             self.snd_max = self.snd_nxt
 
-    cdef void retransmit(self, int64_t seg, int64_t now) except *:
+    cdef int retransmit(self, int64_t seg, int64_t now) except -1:
         self._send_seg(seg, now)
 
     # ---- RTO timer (one pending event; restarts only move the deadline) ----
@@ -283,7 +284,7 @@ cdef class TcpSender(Agent):
         cdef int64_t v = self.rto * self.backoff
         return v if v < self.max_rto else self.max_rto
 
-    cdef void _timer_set(self, int64_t deadline) except *:
+    cdef int _timer_set(self, int64_t deadline) except -1:
         self.rto_deadline = deadline
         self.rto_armed = True
         if not self.rto_pending or deadline < self.rto_pending_t:
@@ -295,25 +296,25 @@ cdef class TcpSender(Agent):
     cdef inline void _timer_stop(self) noexcept:
         self.rto_armed = False
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == TCP_EV_INJECT:
             self.node_obj.receive(p, now)
         elif kind == TCP_EV_RTO:
             if arg != self.rto_gen:
-                return
+                return 0
             self.rto_pending = False
             if not self.rto_armed:
-                return
+                return 0
             if now < self.rto_deadline:
                 self._timer_set(self.rto_deadline)
-                return
+                return 0
             self.rto_armed = False
             self._timeout(now)
         elif kind == TCP_EV_HOOK:
             self.hook.on_timer(self, now)
             self.sim.schedule(now + self.hook.period, self, TCP_EV_HOOK, NULL, 0)
 
-    cdef void _rtt_sample(self, int64_t r, int64_t now) except *:
+    cdef int _rtt_sample(self, int64_t r, int64_t now) except -1:
         """A per-ACK sample from the echoed timestamp (Karn-valid): congestion control and hook."""
         if r <= 0:
             r = 1
@@ -349,7 +350,7 @@ cdef class TcpSender(Agent):
             self.rto = self.max_rto
         self.backoff = 1
 
-    cdef void _timeout(self, int64_t now) except *:
+    cdef int _timeout(self, int64_t now) except -1:
         cdef FlowStat* f = &self.sim.flows[self.flow]
         f.timeouts += 1
         if self.xfer >= 0:
@@ -359,9 +360,9 @@ cdef class TcpSender(Agent):
         if self.state == TCP_SYN_SENT:
             self.syn_retx = True
             self._send_syn(now)
-            return
+            return 0
         if self.state != TCP_ESTABLISHED or self.snd_una >= self.snd_max:
-            return
+            return 0
         self.ssthresh = self.cc.ssthresh_on_loss(self)
         self.cwnd = 1.0
         self.in_recovery = False
@@ -376,12 +377,12 @@ cdef class TcpSender(Agent):
             self._timer_set(now + self._rto_value())
 
     # ---- ACKs in ----
-    cdef void recv(self, Packet* p, int64_t now) except *:
+    cdef int recv(self, Packet* p, int64_t now) except -1:
         cdef int64_t ack, newly
         cdef bint valid_sample
         if p.conn != self.conn or self.state == TCP_IDLE:
             pkt_free(p)
-            return
+            return 0
         self.ts_recent = p.t_created
         if self.state == TCP_SYN_SENT:
             if p.flags & F_SYN:
@@ -394,7 +395,7 @@ cdef class TcpSender(Agent):
                 self.send_much(now)
             else:
                 pkt_free(p)
-            return
+            return 0
         ack = p.ack
         valid_sample = not p.retx and p.ts > 0
         if ack > self.snd_una:
@@ -412,7 +413,7 @@ cdef class TcpSender(Agent):
             if ack == self.snd_una and self.snd_max > self.snd_una:
                 self._dup_ack(now)
 
-    cdef void _new_ack(self, int64_t ack, int64_t newly, int64_t now) except *:
+    cdef int _new_ack(self, int64_t ack, int64_t newly, int64_t now) except -1:
         cdef int64_t acked_bytes = newly * self.mss
         cdef int rec = self.cc.recovery
         if ack >= self.n_seg:
@@ -431,7 +432,7 @@ cdef class TcpSender(Agent):
                 if self.hook is not None:
                     self.hook.on_ack(self, acked_bytes, now)
                 self.send_much(now)
-                return
+                return 0
             self.in_recovery = False
             self.cwnd = self.ssthresh
         # window growth on every new ACK, including the one that ends fast recovery (as ns-2)
@@ -444,30 +445,30 @@ cdef class TcpSender(Agent):
             self.hook.on_ack(self, acked_bytes, now)
         if self.snd_una >= self.n_seg:
             self._finish(now)
-            return
+            return 0
         if self.snd_una < self.snd_max:
             self._timer_set(now + self._rto_value())
         else:
             self._timer_stop()
         self.send_much(now)
 
-    cdef void _dup_ack(self, int64_t now) except *:
+    cdef int _dup_ack(self, int64_t now) except -1:
         cdef int rec = self.cc.recovery
         self.dupacks += 1
         if self.in_recovery:
             self.cwnd += 1.0
             self.send_much(now)
-            return
+            return 0
         if self.dupacks < 3:
             if self.limited_transmit:
                 self._send_one_new(now)
-            return
+            return 0
         if self.dupacks != 3:
-            return
+            return 0
         if self.snd_una <= self.recover:
             # the ACK does not cover everything outstanding at the last loss event (RFC 6582
             # step 2, ns-2 bug_fix_): these dupacks may come from go-back-N duplicates
-            return
+            return 0
         self.sim.flows[self.flow].fast_retx += 1
         self.ssthresh = self.cc.ssthresh_on_loss(self)
         self.recover = self.snd_max
@@ -487,7 +488,7 @@ cdef class TcpSender(Agent):
             self._timer_set(now + self._rto_value())
             self.send_much(now)
 
-    cdef void _finish(self, int64_t now) except *:
+    cdef int _finish(self, int64_t now) except -1:
         self._timer_stop()
         self.state = TCP_IDLE
         if self.app is not None:
@@ -522,30 +523,30 @@ cdef class CwndSampler(SenderHook):
         self.set_xi = set_xi
         self.samples = []
 
-    cdef void on_conn_start(self, TcpSender s, int64_t now) except *:
+    cdef int on_conn_start(self, TcpSender s, int64_t now) except -1:
         self.n_conn += 1
         if self.set_xi > 0:
             s.xi = self.set_xi
 
-    cdef void on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except *:
+    cdef int on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except -1:
         self.n_send += 1
         self.n_send_retx += retx
         self.sent_bytes += nbytes
 
-    cdef void on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except *:
+    cdef int on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except -1:
         self.n_ack += 1
         self.acked_bytes += acked_bytes
 
-    cdef void on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except *:
+    cdef int on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except -1:
         self.n_rtt += 1
 
-    cdef void on_loss(self, TcpSender s, int64_t now) except *:
+    cdef int on_loss(self, TcpSender s, int64_t now) except -1:
         self.n_loss += 1
 
-    cdef void on_timeout(self, TcpSender s, int64_t now) except *:
+    cdef int on_timeout(self, TcpSender s, int64_t now) except -1:
         self.n_timeout += 1
 
-    cdef void on_timer(self, TcpSender s, int64_t now) except *:
+    cdef int on_timer(self, TcpSender s, int64_t now) except -1:
         self.n_timer += 1
         self.samples.append((now, s.cwnd, s.ssthresh, s.srtt))
 

@@ -52,39 +52,39 @@ cdef class UdpSource(Agent):
     def set_greedy(self, bint on):
         self.greedy = on
 
-    cdef void offer(self, int64_t npkts, int64_t now) except *:
+    cdef int offer(self, int64_t npkts, int64_t now) except -1:
         self.backlog += npkts
         self._kick(now)
 
-    cdef void offer_transfer(self, int64_t nbytes, int64_t now) except *:
+    cdef int offer_transfer(self, int64_t nbytes, int64_t now) except -1:
         """Send ``nbytes`` as ceil(nbytes/mss) packets (one transfer; queued behind others)."""
         if self.xfer_left > 0:
             self.pending.append(nbytes)
-            return
+            return 0
         self.xfer = self.sim.new_transfer(self.flow, 0, nbytes, now)
         self.xfer_left = nbytes if nbytes > 0 else 1
         self.backlog += (self.xfer_left + self.mss - 1) // self.mss
         self._kick(now)
 
-    cdef void _kick(self, int64_t now) except *:
+    cdef int _kick(self, int64_t now) except -1:
         if self.send_pending or (self.backlog <= 0 and not self.greedy):
-            return
+            return 0
         self.send_pending = True
         self.sim.schedule(now if now >= self.next_ok else self.next_ok, self, UDP_EV_SEND,
                           NULL, 0)
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == UDP_EV_INJECT:
             self.node_obj.receive(p, now)
-            return
+            return 0
         self.send_pending = False
         if self.backlog <= 0 and not self.greedy:
-            return
+            return 0
         self._send_one(now)
         self.next_ok = now + self.spacing
         self._kick(now)
 
-    cdef void _send_one(self, int64_t now) except *:
+    cdef int _send_one(self, int64_t now) except -1:
         cdef Packet* p = pkt_alloc()
         cdef double s
         cdef TransferRec* tr
@@ -138,6 +138,6 @@ cdef class UdpSink(Agent):
         self.node = node.id
         self.flow = flow
 
-    cdef void recv(self, Packet* p, int64_t now) except *:
+    cdef int recv(self, Packet* p, int64_t now) except -1:
         self.sim.flows[p.flow].goodput_bytes += p.payload
         pkt_free(p)

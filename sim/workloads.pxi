@@ -31,15 +31,15 @@ cdef class App(Component):
     def start(self, int64_t at):
         self.sim.schedule(at, self, APP_EV_START, NULL, 0)
 
-    cdef void transfer_done(self, int32_t flow, int64_t now) except *:
+    cdef int transfer_done(self, int32_t flow, int64_t now) except -1:
         """The receiver has the whole transfer (TCP) / the sender sent its last packet (UDP)."""
         pass
 
-    cdef void sender_done(self, TcpSender s, int64_t now) except *:
+    cdef int sender_done(self, TcpSender s, int64_t now) except -1:
         """The TCP sender got the last ACK of a transfer."""
         pass
 
-    cdef void _begin(self, int64_t nbytes, int64_t now) except *:
+    cdef int _begin(self, int64_t nbytes, int64_t now) except -1:
         self.requests += 1
         if nbytes > 0:
             self.requested_bytes += nbytes
@@ -50,7 +50,7 @@ cdef class App(Component):
 
 
 cdef class InfiniteApp(App):
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if self.tcp is not None:
             self.requests += 1
             self.tcp.start_transfer(-1, now)
@@ -109,17 +109,17 @@ cdef class FileApp(App):
         x = floor(x + 0.5)
         return <int64_t>(x if x >= 1.0 else 1.0)
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == APP_EV_START and self.first_idle:
             self._idle(now)
         else:
             self._begin(self._next_size(), now)
 
-    cdef void _idle(self, int64_t now) except *:
+    cdef int _idle(self, int64_t now) except -1:
         cdef int64_t d = <int64_t>rng_exponential(&self.rng, <double>self.idle_mean)
         self.sim.schedule(now + d, self, APP_EV_REQUEST, NULL, 0)
 
-    cdef void transfer_done(self, int32_t flow, int64_t now) except *:
+    cdef int transfer_done(self, int32_t flow, int64_t now) except -1:
         self._idle(now)
 
 
@@ -127,7 +127,7 @@ cdef class PoissonApp(App):
     cdef public int64_t mean_gap               # ns between packets
     cdef int64_t supplied
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == APP_EV_START and self.tcp is not None:
             self.requests += 1
             self.tcp.start_transfer(-1, now)
@@ -148,7 +148,7 @@ cdef class OnOffApp(App):
     cdef inline int64_t _uniform(self, int64_t lo, int64_t hi) noexcept:
         return lo + <int64_t>(rng_uniform(&self.rng) * (hi - lo))
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == APP_EV_START or kind == APP_EV_REQUEST:
             self.requests += 1
             if self.tcp is not None:
@@ -191,5 +191,5 @@ cdef class ScheduledApp(App):
         for i in range(self.n):
             self.sim.schedule(self.times[i], self, APP_EV_REQUEST, NULL, i)
 
-    cdef void handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except *:
+    cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         self._begin(self.nbytes[arg], now)
