@@ -16,10 +16,13 @@ again only runs the cells that are missing. Seeds come from one base seed throug
 :class:`numpy.random.SeedSequence` keyed by each cell's grid values and replication number, so a
 cell's seed does not depend on execution order, on the worker, or on the other grid values.
 """
+import contextlib
 import copy
 import hashlib
 import itertools
 import json
+import signal
+import threading
 import time
 import tomllib
 from dataclasses import dataclass
@@ -28,12 +31,32 @@ from pathlib import Path
 import numpy as np
 
 from traceflow.atomic import atomic_path, write_text
-from traceflow.jsonutil import jsonable
 from traceflow.errors import ScenarioError, TraceflowError
+from traceflow.jsonutil import jsonable
 from traceflow.parallel import iter_tasks, run_summary
 
 SEED_KEY = "simulation.seed"  # where the simulator's scenarios keep their seed
 DEFAULT_SEED = 1
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold SIGINT until the block is done, then deliver it (main thread only: elsewhere Python
+    runs no signal handler anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(*caught[0])
+            elif previous == signal.SIG_DFL:
+                raise KeyboardInterrupt
 
 
 @dataclass(frozen=True)
@@ -242,13 +265,14 @@ class SweepDir:
         record = {"cell": cell.key, "params": cell.params, "replication": cell.replication,
                   "seed": cell.seed, "seconds": seconds, "summary": summary}
         summary_path = self.cells / f"{cell.key}.json"
-        write_text(summary_path, _dumps(record))
-        try:
-            with atomic_path(self.cells / f"{cell.key}.parquet") as tmp:
-                pl.DataFrame([cell_row(cell, summary)]).write_parquet(tmp)
-        except BaseException:
-            summary_path.unlink()  # interrupted between the two files: the cell is not done
-            raise
+        with _sigint_deferred():  # an interrupt never separates a cell's two files
+            try:
+                write_text(summary_path, _dumps(record))
+                with atomic_path(self.cells / f"{cell.key}.parquet") as tmp:
+                    pl.DataFrame([cell_row(cell, summary)]).write_parquet(tmp)
+            except BaseException:
+                summary_path.unlink(missing_ok=True)  # failed between the two: not done
+                raise
 
     def gather(self, cells):
         """Write results.parquet from the finished cells among ``cells`` (in their order)."""
