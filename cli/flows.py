@@ -1,6 +1,5 @@
 """``traceflow flows``: captures or packets tables → the flow table (Parquet, or a partitioned
 Parquet dataset with one part per input file) and a summary."""
-import re
 from functools import partial
 from pathlib import Path
 
@@ -8,33 +7,9 @@ import click
 import pyarrow.parquet as pq
 
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
-from traceflow.cli.options import echo_json, json_option
+from traceflow.cli.options import Duration, echo_json, json_option
 from traceflow.errors import TraceflowError
 from traceflow.parallel import executor_options
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0,
-          "h": 3600.0}
-
-
-def parse_duration(text):
-    """Seconds from "300", "300s", "500ms", "5m", "1.5h"; raises TraceflowError otherwise."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zµ]*)\s*", str(text))
-    if not m or m.group(2) not in ("", *_UNITS):
-        raise TraceflowError(f"bad duration {text!r} (examples: 300s, 500ms, 5m)")
-    return float(m.group(1)) * _UNITS.get(m.group(2), 1.0)
-
-
-class Duration(click.ParamType):
-    name = "duration"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, (int, float)):
-            return float(value)
-        try:
-            return parse_duration(value)
-        except TraceflowError as exc:
-            self.fail(str(exc), param, ctx)
-
 
 #: what a directory input is searched for (recursively): captures and packets Parquet tables
 INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)

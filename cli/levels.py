@@ -4,22 +4,8 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import echo_json, json_option
+from traceflow.cli.options import Duration, echo_json, json_option
 from traceflow.errors import TraceflowError
-
-
-class Duration(click.ParamType):
-    """A duration such as ``2s``, ``10ms``, ``1.5s`` (plain numbers are seconds) -> integer ns."""
-
-    name = "duration"
-
-    def convert(self, value, param, ctx):
-        from traceflow.series import parse_duration
-
-        try:
-            return parse_duration(value)
-        except TraceflowError as exc:
-            self.fail(str(exc), param, ctx)
 
 
 def block_series(path, scale_ns, *, column=None, bin_ns=None):
@@ -66,7 +52,7 @@ def _format(result):
 
 @click.command("levels")
 @click.argument("input", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--scale", default="2s", type=Duration(), show_default=True,
+@click.option("--scale", default="2s", type=Duration("ns"), show_default=True,
               help="Block length T (time scale of L1, L2).")
 @click.option("--levels", "h", default=8, type=click.IntRange(2, 1000), show_default=True,
               help="Number of levels h.")
@@ -75,7 +61,7 @@ def _format(result):
 @click.option("--reverse", is_flag=True,
               help="Reversed meaning (TCP-MT): high traffic = level 1 (low contention for own throughput).")
 @click.option("--column", default=None, help="Column to analyse (default: bytes).")
-@click.option("--bin", "bin_ns", type=Duration(), default=None,
+@click.option("--bin", "bin_ns", type=Duration("ns"), default=None,
               help="Row spacing of a plain table column (default: each row is one block).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the result (incl. the CondProb table, usable as an SSC a-priori table) as JSON.")

@@ -1,8 +1,7 @@
 """``traceflow rtt``: handshake RTT distribution, spectrum and classes of a trace."""
 import click
 
-from traceflow.cli.flows import Duration, parse_duration
-from traceflow.cli.options import echo_json, json_option
+from traceflow.cli.options import Duration, echo_json, json_option
 from traceflow.errors import TraceflowError
 
 
@@ -11,7 +10,9 @@ def _classes(text):
         return "auto"
     if text == "none":
         return None
-    return [parse_duration(part) for part in text.split(",") if part.strip()]
+    from traceflow.series import parse_duration
+
+    return [parse_duration(part) / 1e9 for part in text.split(",") if part.strip()]
 
 
 @click.command("rtt")

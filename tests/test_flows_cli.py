@@ -4,13 +4,13 @@ import subprocess
 import sys
 
 import polars as pl
+import click
 import pytest
 from click.testing import CliRunner
 from conftest import shared_path
 
-from traceflow.cli.flows import parse_duration
+from traceflow.cli.options import Duration
 from traceflow.cli.main import cli
-from traceflow.errors import TraceflowError
 
 
 def run(args):
@@ -19,12 +19,14 @@ def run(args):
     return result.output
 
 
-def test_parse_duration():
-    assert parse_duration("300") == 300 and parse_duration("300s") == 300
-    assert parse_duration("500ms") == pytest.approx(0.5) and parse_duration("5m") == 300
-    assert parse_duration("1.5h") == 5400 and parse_duration("10us") == pytest.approx(1e-5)
-    with pytest.raises(TraceflowError):
-        parse_duration("5 parsecs")
+def test_duration_option_in_seconds():
+    seconds = Duration().convert
+    assert seconds("300", None, None) == 300 and seconds("300s", None, None) == 300
+    assert seconds("500ms", None, None) == pytest.approx(0.5) and seconds("5m", None, None) == 300
+    assert seconds("1.5h", None, None) == 5400
+    assert seconds("10us", None, None) == pytest.approx(1e-5)
+    with pytest.raises(click.BadParameter):
+        seconds("5 parsecs", None, None)
 
 
 def test_flows_and_rtt_commands(tmp_path):
