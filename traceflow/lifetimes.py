@@ -66,14 +66,13 @@ def lifetime_quantiles(flows, quantiles=DEFAULT_QUANTILES, *, tcp_only=True):
 
 
 def ccdf(values):
-    """Empirical complementary CDF: DataFrame ``x`` (distinct values, ascending) and
+    """Empirical complementary CDF: DataFrame ``x`` (distinct positive values, ascending) and
     ``ccdf`` = P(X >= x), for log-log tail plots (the paper's Figure 3 style)."""
-    x = np.sort(np.asarray(values, dtype=float))
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return pl.DataFrame(schema={"x": pl.Float64, "ccdf": pl.Float64})
-    distinct, first = np.unique(x, return_index=True)
-    return pl.DataFrame({"x": distinct, "ccdf": 1.0 - first / x.size})
+    from traceflow.tails import ccdf_data
+
+    data = ccdf_data(values, max_points=None)
+    return pl.DataFrame({"x": data["x"], "ccdf": data["p"]},
+                        schema={"x": pl.Float64, "ccdf": pl.Float64})
 
 
 def lifetime_ccdf(flows, *, tcp_only=True):

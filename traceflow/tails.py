@@ -172,13 +172,14 @@ def fit_pareto(x, *, xmin=None, discrete=None, min_tail=50, max_candidates=400) 
 
 
 def ccdf_data(x, fit: ParetoFit | None = None, max_points=2000) -> dict:
-    """Log-log CCDF plot data: ``x`` distinct values, ``p`` = P(X ≥ x); with a fit also
+    """Log-log CCDF plot data: ``x`` distinct positive values, ``p`` = P(X ≥ x) (thinned to
+    ``max_points`` unless None); with a fit also
     ``fit_x``, ``fit_p`` = (n_tail/n)·((x − s)/(xmin − s))^−α on x ≥ xmin (s = ½ if discrete)."""
     x = np.sort(_clean(x))
     n = x.size
-    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
+    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]) if n else np.zeros(0, dtype=np.intp)
     vals, p = x[first], (n - first) / n
-    if vals.size > max_points:  # thin evenly in log x, keeping the extremes
+    if max_points is not None and vals.size > max_points:  # thin evenly in log x, keep extremes
         pick = np.unique(np.searchsorted(vals, np.geomspace(vals[0], vals[-1], max_points)))
         pick = pick[pick < vals.size]
         vals, p = vals[pick], p[pick]
