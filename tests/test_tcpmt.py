@@ -92,6 +92,23 @@ def test_fig12_quick_end_to_end(tmp_path):
     assert res["comparison"][0]["ours"] in (1.0, 4.0)
 
 
+def test_fig10_reports_the_constant_xi_control(tmp_path):
+    spec = spec_of("fig10")
+    spec["experiment"].update(quick_duration=60.0, flavors=["reno"], alphas=[1.05, 1.95])
+    res = tcpmt.fig10(spec, tmp_path, quick=True, workers=1)
+    runs = pl.read_parquet(tmp_path / res["tables"]["runs"]).sort("alpha", "mode")
+    assert runs["mode"].to_list() == ["constxi", "tcp", "tcpmt"] * 2
+    for a in (1.05, 1.95):
+        cur = runs.filter(pl.col("alpha") == a)
+        xi = dict(zip(cur["mode"], cur["mean_xi"]))
+        # the control runs at exactly TCP-MT's time-average slope, which is >= a = 1
+        assert xi["constxi"] == xi["tcpmt"] >= 1.0 and np.isnan(xi["tcp"])
+    gain = pl.read_parquet(tmp_path / res["tables"]["gain"]).sort("alpha")
+    np.testing.assert_allclose(gain["gain_vs_constxi"], gain["tcpmt"] / gain["constxi"] - 1)
+    np.testing.assert_allclose(gain["gain"], gain["tcpmt"] / gain["tcp"] - 1)
+    assert any("constant-xi control" in row["quantity"] for row in res["comparison"])
+
+
 def test_fig1_quick_end_to_end(tmp_path):
     spec = spec_of("fig1")
     spec["experiment"].update(quick_duration=100.0)
@@ -119,7 +136,11 @@ def test_gain_positive_and_growing_with_rtt(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.xfail(reason="disagrees with the paper in our set-up: TCP-MT's gain is about the same "
-                          "for alpha = 1.05 and 1.95 (ratio ~1 instead of >= 2)", strict=False)
+                          "for alpha = 1.05 and 1.95 (ratio ~1 instead of >= 2). Most of it comes from "
+                          "the slow-start coupling (ssthresh <- remembered pre-timeout cwnd instead of "
+                          "cwnd/2), which does not depend on alpha; the slope coupling gains no more "
+                          "than plain TCP at TCP-MT's mean xi although L2hat does predict the "
+                          "alpha = 1.05 background better", strict=False)
 def test_gain_larger_for_lrd_background(tmp_path):
     spec = spec_of("fig10")
     spec["experiment"].update(quick_duration=2000.0, flavors=["reno"], alphas=[1.05, 1.95],

@@ -19,6 +19,9 @@ Common method:
   seed); with several seeds the gain of the summed throughputs.
 - The plain TCP baseline carries the SSC module in ``mode = "off"`` (observe only, bit-for-bit the
   plain flavor) so its per-T_L throughput is traced like TCP-MT's.
+- Constant-xi control (Figs. 9 and 10, not in the paper): plain TCP on the same sample path with
+  its slope fixed at TCP-MT's time-average xi; ``gain_vs_constxi`` = Lambda_TCP-MT / Lambda_control
+  - 1 separates the value of predicting the contention level from average extra aggressiveness.
 - Tracking ability: correlation coefficient, over T_L blocks, between the measured connection's
   delivered bytes (link g2->r1) and the background's (link g2->r0, only background flows end there).
 
@@ -249,6 +252,32 @@ def tracking(run, period_s, measured_link="g2->r1", background_link="g2->r0"):
     return float(np.corrcoef(mb, bb)[0, 1])
 
 
+def mean_xi(run):
+    """Time average of the slope TCP-MT applied (xi per T_L block) in a :func:`simulate` result."""
+    tr = run["measured"][0]["trace"]
+    return float(np.mean(tr["xi"])) if tr is not None and tr["xi"].size else float("nan")
+
+
+def _constant_xi(scenarios, runs, ex, label):
+    """The constant-aggressiveness control of each TCP-MT run (not in the paper).
+
+    For each (plain-TCP scenario, TCP-MT run) pair: the same flavor and sample path with the slope
+    fixed at TCP-MT's time-average xi and no SSC (ssthresh halves as in the flavor). The gain of
+    TCP-MT over this control is what selective (predicted) slope control adds beyond spending the
+    same average aggressiveness uniformly; the paper's gain (over xi = a) also counts the extra
+    aggressiveness itself and the slow-start coupling. Returns (runs, mean xi per pair).
+    """
+    xis = [mean_xi(r) for r in runs]
+    ctl = []
+    for sc, x in zip(scenarios, xis):
+        c = copy.deepcopy(sc)
+        for g in c["traffic"]:
+            if g.get("kind") == "infinite":
+                g["tcp"]["xi"] = x
+        ctl.append(c)
+    return _map(ctl, ex, label), xis
+
+
 def _gain(mt, tcp):
     return mt / tcp - 1.0 if tcp > 0 else float("nan")
 
@@ -464,7 +493,17 @@ def fig7(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
 # Fig. 8 / Fig. 9: tracking ability and gain vs RTT
 
 
-def _rtt_sweep(spec, quick, ex, label):
+def _with_control(cells, scenarios, runs, ex, label):
+    """Append the constant-xi control (:func:`_constant_xi`) of every (tcp, tcpmt) cell pair;
+    cells end in their mode, pairs are adjacent (tcp first). Returns cells, runs and the mean xi
+    of each cell (NaN for plain TCP)."""
+    ctl_runs, xis = _constant_xi(scenarios[0::2], runs[1::2], ex, f"{label} constant-xi control")
+    xi_of = [v for x in xis for v in (float("nan"), x)]
+    cells = cells + [(*c[:-1], "constxi") for c in cells[0::2]]
+    return cells, runs + ctl_runs, xi_of + xis
+
+
+def _rtt_sweep(spec, quick, ex, label, control=False):
     exp, base = _exp(spec), _base(spec)
     dur = _duration(spec, quick)
     flavors = list(exp.get("flavors", ["reno", "vegas", "rate"]))
@@ -483,17 +522,23 @@ def _rtt_sweep(spec, quick, ex, label):
                     scenarios.append(variant(base, duration=dur, seed=seed, alpha=alpha,
                                              mean=cal["mean"], cc=fl, hook=hook, rtt=rtt))
     runs = _map(scenarios, ex, label)
+    xis = [float("nan")] * len(runs)
+    if control:
+        cells, runs, xis = _with_control(cells, scenarios, runs, ex, label)
     rows = [{"flavor": fl, "rtt_s": rtt, "seed": seed, "mode": mode,
-             "throughput_bps": r["measured"][0]["throughput_bps"],
+             "throughput_bps": r["measured"][0]["throughput_bps"], "mean_xi": x,
              "tracking": tracking(r, period), "timeouts": r["measured"][0]["timeouts"],
              "retransmits": r["measured"][0]["retransmits"]}
-            for (fl, rtt, seed, mode), r in zip(cells, runs)]
+            for (fl, rtt, seed, mode), r, x in zip(cells, runs, xis)]
     df = pl.DataFrame(rows)
     agg = (df.group_by("flavor", "rtt_s", "mode")
            .agg(pl.col("throughput_bps").sum(), pl.col("tracking").mean())
            .pivot(on="mode", index=["flavor", "rtt_s"], values=["throughput_bps", "tracking"])
            .sort("flavor", "rtt_s"))
     agg = agg.with_columns(gain=pl.col("throughput_bps_tcpmt") / pl.col("throughput_bps_tcp") - 1)
+    if control:
+        agg = agg.with_columns(gain_vs_constxi=pl.col("throughput_bps_tcpmt")
+                               / pl.col("throughput_bps_constxi") - 1)
     info = (f"alpha={alpha}, background {cal['throughput_bps'] / 1e6:.2f} Mb/s (target "
             f"{load / 1e6:g}, mean file {cal['mean'] / 1e3:.1f} kB), {dur:g} s per run, "
             f"{len(seeds)} seed(s)")
@@ -503,7 +548,7 @@ def _rtt_sweep(spec, quick, ex, label):
 def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 9: performance gain of TCP-MT over its flavor vs RTT (Reno, Vegas, Rate)."""
     ex = _ex(executor, workers, scheduler)
-    df, agg, flavors, rtts, info = _rtt_sweep(spec, quick, ex, "fig9")
+    df, agg, flavors, rtts, info = _rtt_sweep(spec, quick, ex, "fig9", control=True)
     paper = _exp(spec).get("paper", {})
     fig, axes = _figure(figsize=(5.5, 3.8))
     ax = axes[0][0]
@@ -511,7 +556,13 @@ def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
     for fl in flavors:
         cur = agg.filter(pl.col("flavor") == fl).sort("rtt_s")
         x, g = cur["rtt_s"].to_numpy(), cur["gain"].to_numpy()
-        ax.plot(x * 1e3, g * 100, "o-", label=fl)
+        line, = ax.plot(x * 1e3, g * 100, "o-", label=fl)
+        gc = cur["gain_vs_constxi"].to_numpy()
+        ax.plot(x * 1e3, gc * 100, "x--", color=line.get_color(), label=f"{fl} vs constant xi")
+        comp.append(_row(f"{fl}: gain over constant-xi control (TCP at TCP-MT's mean xi)", None,
+                         [float(v) for v in gc], None,
+                         "not in the paper: isolates the value of prediction; by RTT "
+                         + ", ".join(f"{r * 1e3:g} ms {v:+.1%}" for r, v in zip(x, gc))))
         far = g[x >= 0.1]
         comp.append(_row(f"{fl}: minimum gain at RTT >= 100 ms", "> 0", float(far.min()) if far.size else
                          float("nan"), bool(far.size and far.min() > 0), "alpha = 1.05 background"))
@@ -526,11 +577,13 @@ def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
                              "sizes, A range); not compared"))
     ax.axhline(0, color="k", lw=0.5)
     ax.set(xlabel="RTT (ms)", ylabel="performance gain (%)", title="TCP-MT gain vs RTT")
-    ax.legend()
+    ax.legend(fontsize=7)
     figures = [_save_fig(fig, out_dir, "fig9_gain_rtt.png")]
     tables = {"runs": _save_table(df, out_dir, "fig9_runs.parquet"),
               "gain": _save_table(agg, out_dir, "fig9_gain.parquet")}
-    return _result(spec, figures, tables, comp, f"Gain vs RTT; {info}.")
+    return _result(spec, figures, tables, comp,
+                   f"Gain vs RTT; {info}. Dashed: gain over plain TCP run at TCP-MT's time-average "
+                   "slope xi (a control not in the paper).")
 
 
 def fig8(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
@@ -594,13 +647,15 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
                     scenarios.append(variant(base, duration=dur, seed=seed, alpha=a,
                                              mean=cal[(a, load)]["mean"], cc=fl, hook=hook, rtt=rtt))
     runs = _map(scenarios, ex, "fig10")
+    cells, runs, xis = _with_control(cells, scenarios, runs, ex, "fig10")
     df = pl.DataFrame([{"flavor": fl, "alpha": a, "seed": seed, "mode": mode,
                         "background_bps": cal[(a, load)]["throughput_bps"],
-                        "throughput_bps": r["measured"][0]["throughput_bps"]}
-                       for (fl, a, seed, mode), r in zip(cells, runs)])
+                        "throughput_bps": r["measured"][0]["throughput_bps"], "mean_xi": x}
+                       for (fl, a, seed, mode), r, x in zip(cells, runs, xis)])
     agg = (df.group_by("flavor", "alpha", "mode").agg(pl.col("throughput_bps").sum())
            .pivot(on="mode", index=["flavor", "alpha"], values="throughput_bps").sort("flavor", "alpha")
-           .with_columns(gain=pl.col("tcpmt") / pl.col("tcp") - 1))
+           .with_columns(gain=pl.col("tcpmt") / pl.col("tcp") - 1,
+                         gain_vs_constxi=pl.col("tcpmt") / pl.col("constxi") - 1))
     fig, axes = _figure(figsize=(5.5, 3.8))
     ax = axes[0][0]
     comp = []
@@ -608,7 +663,12 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     for fl in flavors:
         cur = agg.filter(pl.col("flavor") == fl).sort("alpha")
         x, g = cur["alpha"].to_numpy(), cur["gain"].to_numpy()
-        ax.plot(x, g * 100, "o-", label=fl)
+        line, = ax.plot(x, g * 100, "o-", label=fl)
+        gc = cur["gain_vs_constxi"].to_numpy()
+        ax.plot(x, gc * 100, "x--", color=line.get_color(), label=f"{fl} vs constant xi")
+        comp.append(_row(f"{fl}: gain over constant-xi control, alpha={x[0]} vs alpha={x[-1]}", None,
+                         [float(gc[0]), float(gc[-1])], None,
+                         "not in the paper: TCP at TCP-MT's mean xi isolates the value of prediction"))
         g_lo, g_hi = float(g[0]), float(g[-1])
         comp.append(_row(f"{fl}: gain alpha={x[0]} vs alpha={x[-1]}", "gain(1.05) > gain(1.95)",
                          [g_lo, g_hi], g_lo > g_hi))
@@ -619,14 +679,15 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     ax.axhline(0, color="k", lw=0.5)
     ax.set(xlabel="alpha (background file sizes)", ylabel="performance gain (%)",
            title=f"TCP-MT gain vs alpha (RTT {rtt} s)")
-    ax.legend()
+    ax.legend(fontsize=7)
     figures = [_save_fig(fig, out_dir, "fig10_gain_alpha.png")]
     tables = {"runs": _save_table(df, out_dir, "fig10_runs.parquet"),
               "gain": _save_table(agg, out_dir, "fig10_gain.parquet")}
     text = (f"Gain vs alpha at RTT {rtt} s, {dur:g} s per run, {len(seeds)} seed(s); background "
             "calibrated to " + ", ".join(f"alpha {a}: {cal[(a, load)]['throughput_bps'] / 1e6:.2f} Mb/s "
                                          f"(mean file {cal[(a, load)]['mean'] / 1e3:.1f} kB)"
-                                         for a in alphas) + ".")
+                                         for a in alphas) + ". Dashed: gain over plain TCP run at "
+            "TCP-MT's time-average slope xi (a control not in the paper).")
     return _result(spec, figures, tables, comp, text)
 
 
