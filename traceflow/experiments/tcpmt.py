@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
-from traceflow.atomic import atomic_path
 from traceflow.errors import ScenarioError
+from traceflow.experiments.common import (base as _base, duration as _duration,
+                                          experiment as _exp, figure, row as _row, save_fig,
+                                          save_table as _save_table)
 
 NS = 1_000_000_000
 _SUMMARY_KEYS = ("duration_s", "seed", "wall_s", "events", "throughput_bps", "link_utilization",
@@ -48,25 +49,6 @@ _SUMMARY_KEYS = ("duration_s", "seed", "wall_s", "events", "throughput_bps", "li
 
 # ------------------------------------------------------------------------------------------------
 # scenario assembly
-
-
-def _exp(spec):
-    exp = spec.get("experiment")
-    if not isinstance(exp, dict):
-        raise ScenarioError("no [experiment] table")
-    return exp
-
-
-def _base(spec):
-    return {k: copy.deepcopy(v) for k, v in spec.items() if k != "experiment"}
-
-
-def _duration(spec, quick):
-    exp = _exp(spec)
-    key = "quick_duration" if quick else "duration"
-    if key not in exp:
-        raise ScenarioError(f"[experiment] lacks {key}")
-    return float(exp[key])
 
 
 def _groups(base, kind):
@@ -286,35 +268,13 @@ def _gain(mt, tcp):
 # outputs
 
 
-def _save_table(df, out_dir, name):
-    with atomic_path(Path(out_dir) / name) as tmp:
-        df.write_parquet(tmp)
-    return name
-
-
 def _figure(nrows=1, ncols=1, **kw):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(nrows, ncols, squeeze=False, **kw)
+    return figure(nrows, ncols, squeeze=False, **kw)
 
 
 def _save_fig(fig, out_dir, name):
-    import matplotlib.pyplot as plt
-
     fig.tight_layout()
-    with atomic_path(Path(out_dir) / name) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return name
-
-
-def _row(quantity, paper, ours, agree, note=""):
-    if isinstance(ours, float) and not math.isfinite(ours):
-        agree = None
-    return {"quantity": quantity, "paper": paper, "ours": ours, "agree": agree, "note": note}
+    return save_fig(fig, out_dir, name)
 
 
 def _result(spec, figures, tables, comparison, text):
@@ -347,7 +307,7 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
     from traceflow.levels import analyze_levels
 
     exp, base = _exp(spec), _base(spec)
-    dur, ex = _duration(spec, quick), _ex(executor, workers, scheduler)
+    dur, ex = _duration(_exp(spec), quick), _ex(executor, workers, scheduler)
     alphas = [float(a) for a in exp.get("alphas", [1.05, 1.95])]
     scales = [int(s) for s in exp.get("scales", [1, 5])]
     load = float(exp.get("background_bps", 5e6))
@@ -411,7 +371,7 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
 
 def _threshold_curves(spec, out_dir, quick, ex, fig_name):
     exp, base = _exp(spec), _base(spec)
-    dur = _duration(spec, quick)
+    dur = _duration(_exp(spec), quick)
     flavor = exp.get("flavor", "reno")
     loads = [float(v) for v in exp.get("loads", [5e6, 2.5e6, 7.5e6])]
     thetas = [int(v) for v in exp.get("thetas", range(1, 9))]
@@ -505,7 +465,7 @@ def _with_control(cells, scenarios, runs, ex, label):
 
 def _rtt_sweep(spec, quick, ex, label, control=False):
     exp, base = _exp(spec), _base(spec)
-    dur = _duration(spec, quick)
+    dur = _duration(_exp(spec), quick)
     flavors = list(exp.get("flavors", ["reno", "vegas", "rate"]))
     rtts = [float(v) for v in exp.get("rtts", [0.03, 0.1, 0.2, 0.3, 0.45])]
     alpha = float(exp.get("alpha", 1.05))
@@ -631,7 +591,7 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     """Fig. 10: performance gain for alpha = 1.05 ... 1.95 background (same normalized load)."""
     exp, base = _exp(spec), _base(spec)
     ex = _ex(executor, workers, scheduler)
-    dur = _duration(spec, quick)
+    dur = _duration(_exp(spec), quick)
     flavors = list(exp.get("flavors", ["reno", "vegas", "rate"]))
     alphas = [float(a) for a in exp.get("alphas", [1.05, 1.35, 1.65, 1.95])]
     load = float(exp.get("background_bps", 5e6))
@@ -697,7 +657,7 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
 
 def _single_setup(spec, quick, ex):
     exp, base = _exp(spec), _base(spec)
-    dur = _duration(spec, quick)
+    dur = _duration(_exp(spec), quick)
     alpha = float(exp.get("alpha", 1.05))
     load = float(exp.get("background_bps", 5e6))
     seed = _seeds(spec, base)[0]
@@ -881,7 +841,7 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     background sources; total / mean / max / min throughput of the n connections in KB/s."""
     exp, base = _exp(spec), _base(spec)
     ex = _ex(executor, workers, scheduler)
-    dur = _duration(spec, quick)
+    dur = _duration(_exp(spec), quick)
     ns = [int(n) for n in exp.get("ns", range(2, 19, 2))]
     alpha = float(exp.get("alpha", 1.05))
     load = float(exp.get("background_bps", 5e6))
