@@ -6,18 +6,33 @@
 #   on_timeout(cwnd) / ssthresh_for(default): the slow-start coupling (cwnd remembered per level).
 #
 # Level map (reversed meaning, sec. 3.3): X = bits the connection sent in the last T_L. High X means
-# much available bandwidth = LOW contention, so the contention level is
-#     L(X) = h - floor(h * (X - lo) / (hi - lo)),  clipped to [1, h]
-# (level 1 = highest throughput seen = least contended, level h = lowest). The normalization
-# [lo, hi] is the running min / max of X over the connection's blocks so far (norm="running"), or
-# fixed bounds given up front (norm="fixed", e.g. lo=0, hi=access rate * T_L, or the bounds that
-# came with an a-priori table).
+# much available bandwidth = LOW contention, so level 1 = least contended, level h = most. The map is
+# defined by h - 1 ascending edges in bits: L(X) = h - (number of edges below X). The paper leaves the
+# map's normalization open ("normalized contention levels"); three are offered:
+#   norm="quantile" (default): the edges are the k/h empirical quantiles of all blocks so far, so the
+#       levels are (close to) equiprobable. At every block this is exactly the offline map
+#       traceflow.levels.level_map(x[:i+1], method="quantile", reverse=True) -- the map of Fig. 1 and
+#       of `traceflow levels` -- so an a-priori table and the online table index the same levels.
+#       A heavy-tailed X cannot crowd most blocks into one level, as it does with min/max bounds.
+#   norm="running": h equal-width bins between the running min and max of X (a value on an edge goes
+#       up, as floor(h (X - lo) / (hi - lo)) does).
+#   norm="fixed": given edges (e.g. an a-priori table's) or equal-width bins on a given [lo, hi].
+# Quantile and given edges: a value equal to an edge takes the more contended level, so a run of
+# empty blocks (a timeout's backoff) stays at level h.
 #
 # CondProb is h x (h+1): [l][l'] counts transitions L1=l -> L2=l', [l][h] is h_l (their row total).
 # L2hat = E[L2 | L1] from the row of the current level; an empty row predicts L2hat = L1
 # (persistence, what E[L2|L1] degenerates to under strong LRD, sec. 5.5).
 
+from bisect import bisect_left as _bisect_left, insort as _insort
 import numpy as _np
+
+cdef enum:
+    SSC_QUANTILE = 0
+    SSC_RUNNING = 1
+    SSC_FIXED = 2
+
+_SSC_NORMS = {"quantile": SSC_QUANTILE, "running": SSC_RUNNING, "fixed": SSC_FIXED}
 
 cdef enum:
     SSC_LINEAR = 0
@@ -32,28 +47,34 @@ cdef class SSCCore:
 
     cdef public int h
     cdef public double a, A, nu, theta, lo, hi
-    cdef public bint meta, learn, enabled, running_norm
+    cdef public bint meta, learn, enabled
     cdef public int L1
     cdef public double L2hat, xi
     cdef public long nblocks
-    cdef int sched, prev_level
-    cdef bint _have_bounds
+    cdef int sched, prev_level, norm
+    cdef bint _have_bounds, _floor_ties
+    cdef list _seen
+    cdef double[::1] _edges
     cdef double direction
     cdef long long[:, ::1] _table
     cdef double[::1] _meta_A, _meta_g, _cwnd_mem
     cdef unsigned char[::1] _meta_seen, _cwnd_seen
 
     def __init__(self, int h=8, double a=1.0, double A=1.0, str schedule="linear", double theta=8.0,
-                 bint meta=False, double nu=0.05, str norm="running", double lo=0.0, double hi=0.0,
-                 table=None, bint learn=True, bint enabled=True):
+                 bint meta=False, double nu=0.05, str norm="quantile", double lo=0.0, double hi=0.0,
+                 edges=None, table=None, bint learn=True, bint enabled=True):
         if h < 2:
             raise ValueError("h must be >= 2")
         if schedule not in _SSC_SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r} (linear, threshold, nonlinear)")
-        if norm not in ("running", "fixed"):
-            raise ValueError(f"unknown norm {norm!r} (running, fixed)")
-        if norm == "fixed" and not hi > lo:
-            raise ValueError("fixed normalization needs hi > lo")
+        if norm not in _SSC_NORMS:
+            raise ValueError(f"unknown norm {norm!r} (quantile, running, fixed)")
+        if edges is not None:
+            edges = _np.asarray(edges, dtype=_np.float64)
+            if norm != "fixed" or edges.shape != (h - 1,) or _np.any(_np.diff(edges) < 0):
+                raise ValueError(f"edges need norm='fixed' and {h - 1} ascending values")
+        elif norm == "fixed" and not hi > lo:
+            raise ValueError("fixed normalization needs hi > lo (or edges)")
         if A < a:
             raise ValueError("A must be >= a")
         self.h, self.a, self.theta, self.nu = h, a, theta, nu
@@ -61,9 +82,16 @@ cdef class SSCCore:
         self.A = a if meta else A
         self.sched = _SSC_SCHEDULES[schedule]
         self.meta, self.learn, self.enabled = meta, learn, enabled
-        self.running_norm = norm == "running"
-        self.lo, self.hi = (0.0, 0.0) if self.running_norm else (lo, hi)
-        self._have_bounds = not self.running_norm
+        self.norm = _SSC_NORMS[norm]
+        self.lo, self.hi = (lo, hi) if norm == "fixed" else (0.0, 0.0)
+        self._seen = []
+        self._edges = _np.zeros(h - 1)
+        self._floor_ties = edges is None and norm != "quantile"
+        if edges is not None:
+            _np.asarray(self._edges)[:] = edges
+        elif norm == "fixed":
+            self._uniform_edges()
+        self._have_bounds = norm == "fixed"
         t = _np.zeros((h, h + 1), dtype=_np.int64)
         if table is not None:
             t[...] = _np.asarray(table, dtype=_np.int64)
@@ -85,10 +113,38 @@ cdef class SSCCore:
         """The CondProb count table (a copy), h x (h+1)."""
         return _np.array(self._table)
 
+    @property
+    def edges(self):
+        """The level map's h - 1 edges in bits per block (level h below the first, 1 above the last)."""
+        return _np.array(self._edges)
+
+    cdef void _uniform_edges(self):
+        cdef int k
+        for k in range(1, self.h):
+            self._edges[k - 1] = self.lo + (self.hi - self.lo) * k / self.h
+
+    cdef void _quantile_edges(self):
+        # numpy's default ("linear") quantile of the sorted blocks seen so far, at k/h, k = 1..h-1
+        cdef list v = self._seen
+        cdef Py_ssize_t n = len(v), i
+        cdef double pos, frac
+        cdef int k
+        for k in range(1, self.h):
+            pos = (n - 1) * (<double>k / self.h)
+            i = <Py_ssize_t>floor(pos)
+            frac = pos - i
+            if i + 1 < n:
+                self._edges[k - 1] = <double>v[i] + frac * (<double>v[i + 1] - <double>v[i])
+            else:
+                self._edges[k - 1] = <double>v[i]
+
     cpdef int level(self, double x):
-        """Contention level of a block that carried x bits (updates running bounds first)."""
-        cdef int up
-        if self.running_norm:
+        """Contention level of a block that carried x bits (updates a learned map first)."""
+        cdef int up = 0
+        if self.norm == SSC_QUANTILE:
+            _insort(self._seen, x)
+            self._quantile_edges()
+        elif self.norm == SSC_RUNNING:
             if not self._have_bounds:
                 self.lo = x
                 self.hi = x
@@ -97,13 +153,15 @@ cdef class SSCCore:
                 self.lo = x
             elif x > self.hi:
                 self.hi = x
-        if self.hi <= self.lo:
-            return (self.h + 1) // 2
-        up = <int>floor(self.h * (x - self.lo) / (self.hi - self.lo))
-        if up < 0:
-            up = 0
-        if up > self.h - 1:
-            up = self.h - 1
+            if self.hi <= self.lo:
+                return (self.h + 1) // 2
+            self._uniform_edges()
+        if self._floor_ties:
+            while up < self.h - 1 and self._edges[up] <= x:
+                up += 1
+        else:
+            while up < self.h - 1 and self._edges[up] < x:
+                up += 1
         return self.h - up
 
     cpdef double predict(self, int l1):

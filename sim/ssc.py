@@ -47,19 +47,24 @@ class SSCParams:
     nu: float = _meta(0.05, gt=0, doc="metacontrol adjustment factor per block")
     couple: str = _meta("both", choices=("ca", "ss", "both"),
                         doc="congestion avoidance slope, slow-start threshold, or both")
-    norm: str = _meta("running", choices=("running", "fixed"),
-                      doc="level map bounds: running min/max of X, or lo/hi")
+    norm: str = _meta("quantile", choices=("quantile", "running", "fixed"),
+                      doc="level map: empirical quantiles of X so far, running min/max, or fixed edges/lo-hi")
     lo: float = _meta(0.0, min=0, doc="fixed norm: X (bits per block) of the least-throughput level")
     hi: float = _meta(0.0, min=0, doc="fixed norm: X (bits per block) of the highest-throughput level")
+    edges: list[float] = _meta(factory=list, doc="fixed norm: the h - 1 level edges, bits per block")
     table: list[list[float]] = _meta(factory=list, doc="a-priori CondProb counts, h x (h+1)")
-    table_file: str = _meta("", doc="JSON with 'condprob' (and optional 'lo', 'hi' in bits)")
+    table_file: str = _meta("", doc="JSON with 'condprob' and the map's 'edges' (bits per block)")
     learn: bool = _meta(True, doc="update CondProb online (false: use the a-priori table as is)")
     warmup: float = _meta(0.0, min=0, doc="s of estimation before the schedule is enabled")
     trace: bool = _meta(True, doc="record L1, L2hat, xi, A per block")
 
     def validate(self, path):
-        if self.norm == "fixed" and not self.hi > self.lo:
-            raise _err(f"{path}.hi", "fixed normalization needs hi > lo (bits per block)")
+        if self.edges and (len(self.edges) != self.levels - 1 or np.any(np.diff(self.edges) < 0)):
+            raise _err(f"{path}.edges", f"must be {self.levels - 1} ascending values (bits per block)")
+        if self.edges and self.norm != "fixed":
+            raise _err(f"{path}.edges", "given edges need norm = \"fixed\"")
+        if self.norm == "fixed" and not self.edges and not self.hi > self.lo:
+            raise _err(f"{path}.hi", "fixed normalization needs edges or hi > lo (bits per block)")
         if not self.metacontrol and self.A < self.a:
             raise _err(f"{path}.A", f"must be >= a ({self.A} < {self.a})")
         if self.table:
@@ -69,31 +74,45 @@ class SSCParams:
 
 
 def prior_from_file(path):
-    """(table, lo, hi) from a JSON file written by ``traceflow levels -o`` or :func:`export_prior`."""
+    """(table, edges or None) from a JSON file written by :func:`export_prior` or ``traceflow levels -o``.
+
+    The levels must be contention levels of the connection's own throughput (``levels --reverse``).
+    """
     try:
         doc = json.loads(Path(path).read_text())
-        return np.asarray(doc["condprob"], dtype=np.int64), doc.get("lo"), doc.get("hi")
+        table = np.asarray(doc["condprob"], dtype=np.int64)
+        edges = doc.get("edges")
     except (OSError, ValueError, KeyError) as exc:
         raise _err("hook.table_file", f"cannot read an a-priori table from {path}: {exc}") from None
+    if doc.get("reversed") is False:
+        raise _err("hook.table_file", f"{path}: levels are not reversed; SSC needs contention levels "
+                                      "of the connection's own throughput (traceflow levels --reverse)")
+    return table, (None if edges is None else np.asarray(edges, dtype=np.float64))
 
 
 def export_prior(hook):
-    """The a-priori information a later connection can start from (Case I): table and bounds."""
+    """The a-priori information a later connection can start from (Case I): table and level edges."""
     core = hook.core
-    return {"condprob": core.table.tolist(), "lo": core.lo, "hi": core.hi}
+    return {"condprob": core.table.tolist(), "edges": core.edges.tolist(), "reversed": True}
 
 
 def build_ssc(p: SSCParams, ctx):
     from traceflow.sim._sim import SSCCore, SSCHook
 
-    table, lo, hi, norm = (p.table or None), p.lo, p.hi, p.norm
+    table, edges, norm = (p.table or None), (p.edges or None), p.norm
     if p.table_file:
-        table, flo, fhi = prior_from_file(p.table_file)
-        if flo is not None and fhi is not None and fhi > flo:
-            lo, hi, norm = float(flo), float(fhi), "fixed"
-    core = SSCCore(h=p.levels, a=p.a, A=max(p.A, p.a), schedule=p.schedule, theta=p.theta,
-                   meta=p.metacontrol, nu=p.nu, norm=norm, lo=lo, hi=hi, table=table,
-                   learn=p.learn, enabled=p.mode == "on")
+        table, file_edges = prior_from_file(p.table_file)
+        if table.shape != (p.levels, p.levels + 1):
+            raise _err("hook.table_file", f"{p.table_file}: table must be {p.levels} x {p.levels + 1}, "
+                                          f"got {table.shape}")
+        if file_edges is not None:
+            edges, norm = file_edges, "fixed"
+    try:
+        core = SSCCore(h=p.levels, a=p.a, A=max(p.A, p.a), schedule=p.schedule, theta=p.theta,
+                       meta=p.metacontrol, nu=p.nu, norm=norm, lo=p.lo, hi=p.hi, edges=edges,
+                       table=table, learn=p.learn, enabled=p.mode == "on")
+    except ValueError as exc:
+        raise _err("hook", str(exc)) from None
     # off: the core only learns (xi = a, A = a in the trace) and the hook never writes the sender
     hook = SSCHook(core, int(round(p.period * NS)), ca=p.couple in ("ca", "both"),
                    ss=p.couple in ("ss", "both"), warmup=int(round(p.warmup * NS)) if p.mode == "on" else 0,

@@ -84,6 +84,7 @@ cdef class TcpSender(Agent):
     cdef public double cwnd, ssthresh
     cdef readonly int64_t dupacks, recover
     cdef readonly bint in_recovery
+    cdef bint partial_acked                     # a partial ACK has arrived in this recovery
     cdef readonly double srtt, rttvar          # ns
     cdef readonly bint have_rtt
     cdef readonly int64_t rto, last_rtt, min_rtt
@@ -363,6 +364,10 @@ cdef class TcpSender(Agent):
             return 0
         if self.state != TCP_ESTABLISHED or self.snd_una >= self.snd_max:
             return 0
+        if self.in_recovery and self.cwnd > self.ssthresh:
+            # halve the window in force, not the one inflated by dupacks (ns-2 keeps the inflation
+            # apart, in dupwnd_, and clears it before the timeout's slowdown)
+            self.cwnd = self.ssthresh
         self.ssthresh = self.cc.ssthresh_on_loss(self)
         self.cwnd = 1.0
         self.in_recovery = False
@@ -428,7 +433,12 @@ cdef class TcpSender(Agent):
                 if self.cwnd < 1.0:
                     self.cwnd = 1.0
                 self.retransmit(ack, now)
-                self._timer_set(now + self._rto_value())
+                # RFC 6582 / ns-2's default (newreno_changes1_): only the first partial ACK restarts
+                # the timer, so a window with many losses falls back to a timeout instead of
+                # recovering one segment per RTT
+                if not self.partial_acked:
+                    self.partial_acked = True
+                    self._timer_set(now + self._rto_value())
                 if self.hook is not None:
                     self.hook.on_ack(self, acked_bytes, now)
                 self.send_much(now)
@@ -485,6 +495,7 @@ cdef class TcpSender(Agent):
             self.retransmit(self.snd_una, now)
             self.cwnd = self.ssthresh + 3.0
             self.in_recovery = True
+            self.partial_acked = False
             self._timer_set(now + self._rto_value())
             self.send_much(now)
 

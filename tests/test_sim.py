@@ -235,15 +235,18 @@ def test_trace_driven_flows_follow_the_table():
 
 
 def test_sample_path_normalization_hits_the_target_mean():
-    # Pareto(1.05) file sizes: reruns rescale k by target / realized mean (same uniforms)
-    sc = sim.load_scenario(REPO / "replays" / "selfsim_baseline.toml",
-                           ["simulation.duration=1000"])
-    assert sc.traffic[0].size.normalize == "iterate"
-    res = sim.run(sc)
-    sizes = res.transfers["size"].to_numpy()
-    assert abs(sizes.mean() / 4096 - 1) < 0.01
-    plain = sim.run(sc, overrides=["traffic.0.size.normalize=\"none\""])
-    assert abs(plain.transfers["size"].to_numpy().mean() / 4096 - 1) > 0.01
+    # Pareto(1.05) file sizes: reruns rescale k by target / realized mean (same uniforms). Some
+    # sample paths land near the target by chance, so three are checked.
+    normalized, plain = [], []
+    for seed in (1, 2, 3):
+        sc = sim.load_scenario(REPO / "replays" / "selfsim_baseline.toml",
+                               ["simulation.duration=1000"], seed=seed)
+        assert sc.traffic[0].size.normalize == "iterate"
+        normalized.append(sim.run(sc).transfers["size"].to_numpy().mean() / 4096 - 1)
+        raw = sim.run(sc, overrides=["traffic.0.size.normalize=\"none\""])
+        plain.append(raw.transfers["size"].to_numpy().mean() / 4096 - 1)
+    assert max(map(abs, normalized)) < 0.01
+    assert max(map(abs, plain)) > 0.1
 
 
 def test_star_and_chain_topologies_route_and_time_correctly():

@@ -104,10 +104,10 @@ def test_a_priori_table_is_used_and_not_updated():
     _, hooks = run(scenario("reno", {"kind": "ssc", "metacontrol": False, "A": 4.0}, duration=60.0))
     prior = ssc.export_prior(next(iter(hooks.values())))
     hook = {"kind": "ssc", "metacontrol": False, "A": 4.0, "learn": False, "table": prior["condprob"],
-            "norm": "fixed", "lo": prior["lo"], "hi": prior["hi"]}
+            "norm": "fixed", "edges": prior["edges"]}
     _, hooks2 = run(scenario("reno", hook, duration=60.0, seed=9))
     after = ssc.export_prior(next(iter(hooks2.values())))
-    assert after == prior  # same table, same (fixed) bounds
+    assert after == prior  # same table, same (fixed) edges
 
 
 def test_slow_start_coupling_changes_only_timeouts_path():
@@ -122,6 +122,8 @@ def test_slow_start_coupling_changes_only_timeouts_path():
 @pytest.mark.parametrize("hook, message", [
     ({"kind": "ssc", "speed": 2}, "unknown key"),
     ({"kind": "ssc", "norm": "fixed"}, "hi > lo"),
+    ({"kind": "ssc", "edges": [1, 2, 3, 4, 5, 6, 7]}, "norm = \"fixed\""),
+    ({"kind": "ssc", "norm": "fixed", "edges": [1, 2]}, "7 ascending"),
     ({"kind": "ssc", "table": [[1, 2], [3, 4]]}, "must be 8 x 9"),
     ({"kind": "ssc", "schedule": "cubic"}, "must be one of"),
     ({"kind": "ssc", "metacontrol": False, "A": 0.5}, "must be >= a"),

@@ -40,8 +40,34 @@ def test_condprob_by_hand_and_persistence_for_unseen_level():
     assert core.predict(6) == 6.0  # never observed: predict persistence
 
 
+def test_online_quantile_map_equals_the_offline_map_at_every_block():
+    # heavy-tailed, tied (empty blocks) and correlated: the cases where the map's details matter
+    rng = np.random.default_rng(3)
+    x = np.repeat(rng.pareto(1.2, 150), 4) * 1e6 * rng.uniform(0.5, 1.5, 600)
+    x[rng.random(600) < 0.1] = 0.0
+    core, online = SSCCore(h=8), []
+    for i, v in enumerate(x):
+        core.block(v, v)
+        levels, edges = level_map(x[:i + 1], 8, method="quantile", reverse=True)
+        assert core.L1 == levels[-1], i
+        online.append(core.L1)
+    np.testing.assert_allclose(core.edges, edges, rtol=1e-12)
+    # the table counts each block at the level it had when it was observed
+    np.testing.assert_array_equal(core.table, condprob_table(online, 8))
+    # equiprobable levels; empty blocks are the most contended level
+    assert np.bincount(levels, minlength=9)[1:].min() >= 0.8 * x.size / 8
+    assert set(levels[x == 0]) == {8}
+
+
+def test_fixed_edges_map():
+    core = SSCCore(h=4, norm="fixed", edges=[1.0, 2.0, 3.0])
+    assert [core.level(v) for v in (0.0, 1.0, 1.5, 2.5, 3.0, 9.0)] == [4, 4, 3, 2, 2, 1]
+    with pytest.raises(ValueError, match="3 ascending"):
+        SSCCore(h=4, norm="fixed", edges=[1.0, 3.0, 2.0])
+
+
 def test_running_normalization_and_reversed_meaning():
-    core = SSCCore(h=8)
+    core = SSCCore(h=8, norm="running")
     assert core.level(5e6) == 4  # one observation: no range yet, middle level
     assert core.level(1e6) == 8  # lowest throughput so far: most contended
     assert core.level(9e6) == 1  # highest throughput so far: least contended

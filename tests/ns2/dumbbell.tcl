@@ -8,7 +8,7 @@ array set P {
   pkt 1000 window 1000 iw 1 minrto 0.2 tick 0.01
   red_min 5 red_max 15 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1
-  start_spread 1.0 seed 1
+  start_spread 1.0 seed 1 xi0 1.0
 }
 foreach arg $argv {
   set kv [split $arg =]
@@ -63,6 +63,8 @@ for {set i 0} {$i < $P(flows)} {incr i} {
   $ns queue-limit $d($i) $r2 1000
   set tcp($i) [new $agent($P(flavor))]
   $tcp($i) set fid_ $i
+  # flow 0's congestion-avoidance slope (cwnd += increase_num_ / cwnd): TCP-MT's xi
+  if {$i == 0} { $tcp($i) set increase_num_ $P(xi0) }
   set sink($i) [new Agent/TCPSink]
   $ns attach-agent $s($i) $tcp($i)
   $ns attach-agent $d($i) $sink($i)
@@ -75,7 +77,7 @@ for {set i 0} {$i < $P(flows)} {incr i} {
 set qmon [$ns monitor-queue $r1 $r2 ""]
 
 proc finish {} {
-  global qmon P
+  global qmon P tcp
   set arr [$qmon set parrivals_]
   set dep [$qmon set pdepartures_]
   set drops [$qmon set pdrops_]
@@ -86,6 +88,9 @@ proc finish {} {
   puts "departed_bytes $bdep"
   puts "throughput_bps [expr {8.0 * $bdep / $P(duration)}]"
   puts "loss_rate [expr {$arr > 0 ? double($drops) / $arr : 0.0}]"
+  # packets are numbered from 0: the highest cumulative ACK + 1 segments reached the sink
+  puts "flow0_goodput_bytes [expr {([$tcp(0) set ack_] + 1) * $P(pkt)}]"
+  puts "flow0_timeouts [$tcp(0) set nrexmit_]"
   exit 0
 }
 $ns at $P(duration) "finish"

@@ -780,9 +780,7 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     cells, scen = [], []
     for s, pr in zip(seeds, priors):
         p = pr["measured"][0]["prior"]
-        case1 = _hook(spec, table=p["condprob"], learn=False)
-        if p["hi"] > p["lo"]:
-            case1.update(norm="fixed", lo=float(p["lo"]), hi=float(p["hi"]))
+        case1 = _hook(spec, table=p["condprob"], learn=False, norm="fixed", edges=p["edges"])
         runs = [("TCP", OFF), ("I", case1)] + [(c, _hook(spec, warmup=w)) for c, w in warm.items()]
         for case, hook in runs:
             cells.append((s, case))
