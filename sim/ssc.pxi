@@ -24,7 +24,7 @@
 # L2hat = E[L2 | L1] from the row of the current level; an empty row predicts L2hat = L1
 # (persistence, what E[L2|L1] degenerates to under strong LRD, sec. 5.5).
 
-from bisect import bisect_left as _bisect_left, insort as _insort
+from bisect import insort as _insort
 import numpy as _np
 
 cdef enum:
