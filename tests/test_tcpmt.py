@@ -94,7 +94,7 @@ def test_fig12_quick_end_to_end(tmp_path):
 
 def test_fig10_reports_the_constant_xi_control(tmp_path):
     spec = spec_of("fig10")
-    spec["experiment"].update(quick_duration=60.0, flavors=["reno"], alphas=[1.05, 1.95])
+    spec["experiment"].update(quick_duration=60.0, flavors=["reno"], alphas=[1.05, 1.95], seeds=[1])
     res = tcpmt.fig10(spec, tmp_path, quick=True, workers=1)
     runs = pl.read_parquet(tmp_path / res["tables"]["runs"]).sort("alpha", "mode")
     assert runs["mode"].to_list() == ["constxi", "tcp", "tcpmt"] * 2
