@@ -44,6 +44,23 @@ def test_dumbbell_matches_ns2(case):
     assert abs(our_loss - ns_loss) <= 0.25 * ns_loss, (our_loss, ns_loss)
 
 
+@pytest.mark.parametrize("flavor", ["Reno", "NewReno"])
+@pytest.mark.parametrize("xi", [1.0, 2.0, 4.0])
+def test_single_aggressive_flow_matches_ns2(flavor, xi):
+    """One flow alone on the Reno dumbbell (300 s): no competition, so the runs are deterministic
+    and the loss recovery under several drops per window is compared event for event in effect.
+    Measured: goodput within 0.7 %, timeouts within 1 (Reno xi = 4: 75 vs 76)."""
+    raw = tomllib.loads((REPLAYS / "dumbbell_reno.toml").read_text())
+    raw["simulation"]["duration"] = 300.0
+    raw["topology"]["left"] = raw["topology"]["right"] = 1
+    raw["tcp"]["cc"] = flavor.lower()
+    raw["traffic"] = [dict(raw["traffic"][0], start_spread=0.0, tcp={"xi": xi})]
+    flows = sim.run(sim.load_scenario(raw, seed=1)).flows.to_pydict()
+    ns = run_ns2(flavor=flavor, xi0=xi, duration=300, flows=1, start_spread=0, seed=1)
+    assert flows["goodput_bytes"][0] == pytest.approx(ns["flow0_goodput_bytes"], rel=0.02)
+    assert abs(flows["timeouts"][0] - ns["flow0_timeouts"]) <= 3
+
+
 def _aggressive_flow_share(flavor, xi, seed, duration=300.0):
     """Flow 0's share of the goodput and its timeouts when its slope is xi, others at 1."""
     raw = tomllib.loads((REPLAYS / "dumbbell_reno.toml").read_text())
@@ -69,7 +86,9 @@ def test_aggressive_flow_matches_ns2(flavor, xi, share_tol, timeout_tol):
     buffer by several packets a window and lives on timeouts, in ns-2 and here. Measured (300 s,
     mean of 8 seeds), share ours vs ns-2: NewReno 0.099/0.096 (xi 1), 0.139/0.115 (xi 4);
     Reno 0.098/0.097 (xi 1), 0.045/0.059 (xi 2, 214 vs 172 timeouts), 0.061/0.047 (xi 4).
-    Reno's residual: after a run of timeouts ours recovers at a different pace than ns-2's."""
+    Alone on the link the same flow matches ns-2 closely (test above); the residual appears only
+    among competing flows and is not explained (ns-2's deterministic start times i/10 s do not
+    close it)."""
     ns = [run_ns2(seed=seed, flavor=flavor, xi0=xi, duration=300) for seed in SEEDS]
     ns_share = np.mean([r["flow0_goodput_bytes"] * 8 / r["throughput_bps"] / 300 for r in ns])
     ns_timeouts = np.mean([r["flow0_timeouts"] for r in ns])
