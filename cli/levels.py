@@ -79,6 +79,7 @@ def command(input, scale, h, method, reverse, column, bin_ns, output, as_json):
     x = block_series(input, scale, column=column, bin_ns=bin_ns)
     result = analyze_levels(x, h, method=method, reverse=reverse, scale_s=scale / 1e9)
     doc = result.to_dict()
+    doc["column"] = column or "bytes"  # the unit of the edges (an SSC a-priori table needs it)
     if output is not None:
         write_text(output, json.dumps(jsonable(doc), indent=2))
     if as_json:

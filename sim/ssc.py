@@ -29,6 +29,7 @@ from .scenario import _err, _meta, register_hook
 
 NS = 1_000_000_000
 
+_BITS_PER_UNIT = {"bits": 1.0, "bytes": 8.0}
 _BUILT: list = []  # (flow id, SSCHook) in build order, emptied by collect()
 
 
@@ -74,9 +75,11 @@ class SSCParams:
 
 
 def prior_from_file(path):
-    """(table, edges or None) from a JSON file written by :func:`export_prior` or ``traceflow levels -o``.
+    """(table, edges in bits per block or None) from a JSON file written by :func:`export_prior` or
+    ``traceflow levels --reverse -o``.
 
-    The levels must be contention levels of the connection's own throughput (``levels --reverse``).
+    The levels must be contention levels of the connection's own throughput (reversed). The edges'
+    unit is the file's ``column`` (``bytes`` or ``bits``; bits when absent).
     """
     try:
         doc = json.loads(Path(path).read_text())
@@ -87,13 +90,20 @@ def prior_from_file(path):
     if doc.get("reversed") is False:
         raise _err("hook.table_file", f"{path}: levels are not reversed; SSC needs contention levels "
                                       "of the connection's own throughput (traceflow levels --reverse)")
-    return table, (None if edges is None else np.asarray(edges, dtype=np.float64))
+    if edges is None:
+        return table, None
+    unit = doc.get("column", "bits")
+    if unit not in _BITS_PER_UNIT:
+        raise _err("hook.table_file", f"{path}: level edges are in {unit!r}; SSC needs bits or bytes "
+                                      "per block")
+    return table, np.asarray(edges, dtype=np.float64) * _BITS_PER_UNIT[unit]
 
 
 def export_prior(hook):
     """The a-priori information a later connection can start from (Case I): table and level edges."""
     core = hook.core
-    return {"condprob": core.table.tolist(), "edges": core.edges.tolist(), "reversed": True}
+    return {"condprob": core.table.tolist(), "edges": core.edges.tolist(), "column": "bits",
+            "reversed": True}
 
 
 def build_ssc(p: SSCParams, ctx):

@@ -110,6 +110,30 @@ def test_a_priori_table_is_used_and_not_updated():
     assert after == prior  # same table, same (fixed) edges
 
 
+def test_a_priori_table_from_traceflow_levels(tmp_path):
+    """Case I from the CLI: `traceflow levels --reverse -o` on a connection's bytes per T_L block;
+    the module uses that table and those edges (converted to bits) as they are."""
+    import subprocess
+    import sys
+
+    _, hooks = run(scenario("reno", {"kind": "ssc", "mode": "off"}, duration=120.0))
+    x_bits = next(iter(hooks.values())).trace()["x"]
+    pl.DataFrame({"bytes": x_bits / 8}).write_parquet(tmp_path / "blocks.parquet")
+    for flag, name in (["--reverse"], "prior.json"), ([], "unreversed.json"):
+        subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "levels",
+                        str(tmp_path / "blocks.parquet"), "--column", "bytes", *flag,
+                        "-o", str(tmp_path / name)], check=True, capture_output=True)
+    doc = json.loads((tmp_path / "prior.json").read_text())
+    hook = {"kind": "ssc", "metacontrol": False, "A": 4.0, "learn": False,
+            "table_file": str(tmp_path / "prior.json")}
+    _, hooks2 = run(scenario("reno", hook, duration=60.0, seed=9))
+    used = ssc.export_prior(next(iter(hooks2.values())))
+    assert used["condprob"] == doc["condprob"]
+    np.testing.assert_allclose(used["edges"], 8 * np.asarray(doc["edges"]))
+    with pytest.raises(ScenarioError, match="not reversed"):
+        sim.run(scenario("reno", dict(hook, table_file=str(tmp_path / "unreversed.json"))))
+
+
 def test_slow_start_coupling_changes_only_timeouts_path():
     base, hooks = run(scenario("reno", {"kind": "ssc", "mode": "off"}, duration=120.0))
     ss, _ = run(scenario("reno", {"kind": "ssc", "metacontrol": False, "A": 4.0, "couple": "ss"},
