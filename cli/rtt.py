@@ -100,7 +100,7 @@ def _print(summary):
     if paths:
         click.echo(f"{len(paths)} paths, minimum RTT (ms):")
         for row in paths[:MAX_PATH_LINES]:
-            click.echo(f"  {row['client']} - {row['server']}: {row['rtt_min'] * 1e3:.3f} "
+            click.echo(f"  {row['host_a']} - {row['host_b']}: {row['rtt_min'] * 1e3:.3f} "
                        f"({row['connections']} connections)")
         if len(paths) > MAX_PATH_LINES:
             click.echo(f"  ... {len(paths) - MAX_PATH_LINES} more (--json lists all)")

@@ -112,7 +112,8 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples):
     missing = [c for c in _PACKET_COLUMNS if c not in lf.collect_schema().names()]
     if missing:
         raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
-    lf = _endpoints(lf.select(_PACKET_COLUMNS).filter(pl.col("ip_version").is_not_null()))
+    lf = _endpoints(lf.select(_PACKET_COLUMNS).with_row_index("frame", offset=1)
+                    .filter(pl.col("ip_version").is_not_null()))
     trace_end = lf.select(pl.col("ts").last()).collect().item()
     idle_ns = int(round(idle_timeout * 1e9))
     if partitions <= 1:

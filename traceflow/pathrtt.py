@@ -24,15 +24,18 @@ from traceflow.rttsample import BATCH_COLUMNS, RttSampler
 RTT_COLUMNS = {"rtt_samples": pl.Int64, "rtt_min": pl.Float64, "rtt_median": pl.Float64,
                "rtt_p90": pl.Float64}
 SAMPLE_SCHEMA = {"ts": pl.Datetime("ns"), "connection": pl.Int64, "half": pl.String,
-                 "rtt": pl.Float64, "path_rtt": pl.Float64}
+                 "rtt": pl.Float64, "path_rtt": pl.Float64, "frame": pl.Int64,
+                 "opening_frame": pl.Int64}
 
 
 def sample_packets(df, *, max_ns, timestamps=True):
     """Run the sampler over the packets ``df`` of the flows pass (capture order, with the
-    splitter's ``conn``, ``fwd``, ``rel``, ``retrans`` and the flows pass's ``is_tcp``,
-    ``flags``, ``payload``). ``max_ns``: longest sample kept. Returns ``(samples, summary)``:
-    the samples as a DataFrame (``packet``, ``ts``, ``conn``, ``side``, ``rtt``, ``kind``; ns)
-    and :meth:`~traceflow.rttsample.RttSampler.finish`'s per-connection minima and counts."""
+    splitter's ``conn``, ``fwd``, ``rel``, ``retrans``, the flows pass's ``is_tcp``, ``flags``,
+    ``payload`` and ``frame``, the 1-based row number of the packet in its input). ``max_ns``:
+    longest sample kept. Returns ``(samples, summary)``: the samples as a DataFrame
+    (:meth:`~traceflow.rttsample.RttSampler.feed`'s columns; ``frame`` and ``opening_frame``
+    instead of the packet indices) and the per-connection minima and counts of
+    :meth:`~traceflow.rttsample.RttSampler.finish`."""
     batch = df.select(
         "conn", "fwd", ts=pl.col("ts").dt.epoch("ns"), is_tcp="is_tcp", flags="flags",
         rel="rel", seq=pl.col("seq").fill_null(0), ack=pl.col("ack").fill_null(0),
@@ -41,7 +44,10 @@ def sample_packets(df, *, max_ns, timestamps=True):
     )
     sampler = RttSampler(max_ns, timestamps)
     samples = pl.DataFrame(sampler.feed({c: batch[c].to_numpy() for c in BATCH_COLUMNS}))
-    return samples, sampler.finish()
+    frame = df["frame"].cast(pl.Int64)
+    samples = samples.with_columns(frame=frame.gather(samples["packet"]),
+                                   opening_frame=frame.gather(samples["opener"]))
+    return samples.drop("packet", "opener"), sampler.finish()
 
 
 def path_samples(samples):
@@ -85,8 +91,10 @@ def connection_rtts(path, summary, n_conns):
 
 def labelled_samples(path, flows_of_conn):
     """The per-sample table :data:`SAMPLE_SCHEMA`: ``ts``, ``connection`` (flow id), ``half``
-    ("client" or "server": the host the round trip went through), ``rtt`` (that half, seconds)
-    and ``path_rtt`` (plus the nearest-in-time sample of the other half; null without one).
+    ("client" or "server": the host the round trip went through), ``rtt`` (that half, seconds),
+    ``path_rtt`` (plus the nearest-in-time sample of the other half; null without one),
+    ``frame`` and ``opening_frame`` (1-based numbers of the packet that closed the sample and of
+    the one it answered, in the input's packet order: Wireshark's frame numbers for a capture).
 
     ``path``: :func:`path_samples`; ``flows_of_conn``: DataFrame mapping ``conn`` to ``flow_id``
     and ``client_is_a`` (the pair's smaller endpoint, ``side`` 1, is the client)."""
@@ -96,5 +104,6 @@ def labelled_samples(path, flows_of_conn):
     return (path.join(flows_of_conn, on="conn", how="left")
             .select(ts=pl.col("ts").cast(pl.Datetime("ns")), connection="flow_id",
                     half=pl.when(half_is_client).then(pl.lit("client")).otherwise(pl.lit("server")),
-                    rtt=pl.col("rtt") / 1e9, path_rtt=pl.col("path") / 1e9)
+                    rtt=pl.col("rtt") / 1e9, path_rtt=pl.col("path") / 1e9, frame="frame",
+                    opening_frame="opening_frame")
             .sort("ts", "connection", maintain_order=True).cast(SAMPLE_SCHEMA))

@@ -26,6 +26,9 @@ RTT_COLUMNS = ("rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", 
                "rtt_ack", "rtt_data1", "rtt_data2")
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 IPV6_PREFIX = 48  # the /N of ``per="/N"`` applies to IPv4; IPv6 paths use /48 unless given
+# Wu & Nikolaidis, section 3: "its propagation delay is a random number between -10% and +10% of
+# the average propagation delay of its class"
+MIN_CLASS_SPREAD = 0.1
 
 
 def rtt_values(flows, column="rtt_min3", per="connection"):
@@ -42,7 +45,7 @@ def rtt_values(flows, column="rtt_min3", per="connection"):
     if per != "connection":
         keyed = _path_keys(flows.select(column, "client_addr", "server_addr"), per)
         x = keyed.select(pl.col(column).filter(pl.col(column) > 0).min()
-                         .over("client", "server")).to_series().cast(pl.Float64)
+                         .over("host_a", "host_b")).to_series().cast(pl.Float64)
     x = x.drop_nulls().to_numpy()
     return x[np.isfinite(x) & (x > 0)]
 
@@ -71,33 +74,34 @@ def _prefixes(per):
 
 
 def _path_keys(flows, per):
-    """``flows`` with ``client`` and ``server``: the addresses ("pair") or their networks."""
-    if per == "pair":
-        return flows.with_columns(client="client_addr", server="server_addr")
-    v4, v6 = _prefixes(per)
-    addrs = pl.concat([flows["client_addr"], flows["server_addr"]]).unique().drop_nulls()
-    nets = [str(ipaddress.ip_network(f"{a}/{v4 if ':' not in a else v6}", strict=False))
-            for a in addrs]
-    table = pl.DataFrame({"addr": addrs, "net": pl.Series(nets, dtype=pl.String)})
-    return (flows.join(table.rename({"addr": "client_addr", "net": "client"}), on="client_addr",
-                       how="left")
-            .join(table.rename({"addr": "server_addr", "net": "server"}), on="server_addr",
-                  how="left"))
+    """``flows`` with the path's ends ``host_a`` <= ``host_b`` (a round trip has no direction):
+    the two addresses ("pair") or their networks ("/N", "/N,/M")."""
+    client, server = pl.col("client_addr"), pl.col("server_addr")
+    if per != "pair":
+        v4, v6 = _prefixes(per)
+        addrs = pl.concat([flows["client_addr"], flows["server_addr"]]).unique().drop_nulls()
+        nets = [str(ipaddress.ip_network(f"{a}/{v4 if ':' not in a else v6}", strict=False))
+                for a in addrs]
+        mapping = dict(zip(addrs.to_list(), nets))
+        client, server = (c.replace_strict(mapping, return_dtype=pl.String)
+                          for c in (client, server))
+    return flows.with_columns(host_a=pl.min_horizontal(client, server),
+                              host_b=pl.max_horizontal(client, server))
 
 
 def path_minima(flows, *, per="pair", column="rtt_min"):
     """Minimum path RTT per path (seconds): per host pair (``per="pair"``) or per pair of
     networks (``per="/24"``: IPv4 /24, IPv6 /48; ``"/N,/M"`` sets both), over the connections
-    with a positive ``column``. Columns ``client``, ``server``, ``connections``,
-    ``rtt_min`` (minimum of ``column``) and ``rtt_median`` (median of ``column`` over the
-    path's connections), sorted by ``rtt_min``."""
+    with a positive ``column``, in either direction. Columns ``host_a``, ``host_b`` (the two
+    ends, in text order), ``connections``, ``rtt_min`` (minimum of ``column``) and
+    ``rtt_median`` (median of ``column`` over the path's connections), by ``rtt_min``."""
     _check_column(flows, column)
     value = pl.col(column)
     keyed = _path_keys(flows.filter(value > 0), per)
-    return (keyed.group_by("client", "server")
+    return (keyed.group_by("host_a", "host_b")
             .agg(connections=pl.len().cast(pl.Int64), rtt_min=value.min(),
                  rtt_median=value.median())
-            .sort("rtt_min", "client", "server"))
+            .sort("rtt_min", "host_a", "host_b"))
 
 
 def default_column(flows):
@@ -218,11 +222,17 @@ def fixed_rtt_classes(rtts, boundaries):
     return _describe(rtts, b, "fixed")
 
 
-def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, grid=2000):
+def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, grid=2000,
+                    min_spread=MIN_CLASS_SPREAD):
     """Learn RTT classes: Gaussian mixtures on log10(RTT) with 1..``max_classes`` components,
     keep the one with the lowest BIC, and cut log10(RTT) between each pair of neighbouring
     components (by mean) where their weighted densities cross (searched on ``grid`` points), so
     k components give k classes.
+
+    No component is narrower than a class of RTTs spread uniformly within ±``min_spread`` of
+    its centre (the variance floor of every component): the paper's classes are that wide,
+    so paths a few percent apart (e.g. per-path minima, each one value) form one class, not one
+    class each.
 
     The mixtures are fitted on at most ``max_samples`` samples (a seeded random subset); counts
     and medians use all samples. Deterministic for a given ``random_state``. Needs at least 2
@@ -239,10 +249,11 @@ def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, g
         pick = np.random.default_rng(random_state).choice(z.shape[0], max_samples, replace=False)
         z = z[np.sort(pick)]
     k_max = max(1, min(int(max_classes), np.unique(z).size, z.shape[0] // 2 or 1))
+    floor = np.log10((1 + min_spread) / (1 - min_spread)) ** 2 / 12  # variance of uniform ±spread
     fits, bic = {}, {}
     for k in range(1, k_max + 1):
         gm = GaussianMixture(n_components=k, covariance_type="full", n_init=1,
-                             random_state=random_state, reg_covar=1e-6).fit(z)
+                             random_state=random_state, reg_covar=floor).fit(z)
         fits[k], bic[k] = gm, float(gm.bic(z))
     best = min(bic, key=bic.get)
     gm = fits[best]

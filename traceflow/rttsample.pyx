@@ -8,8 +8,9 @@ capture sees going toward a host and closed by the first packet that host sends 
   only; TSvals the host never echoes are dropped when a later one is echoed).
 - **Sequence numbers** (packets without the timestamp option, as tcptrace does): a segment
   occupying sequence space (payload, SYN, FIN) opens a sample that the first ACK of the other
-  direction covering its end closes; an ACK covering several pending segments closes the newest
-  one (the segment whose arrival released it) and drops the others. Karn's rule: a
+  direction covering its end closes (a RST/ACK too: a closed port answers at once); an ACK
+  covering several pending segments closes the newest one (the segment whose arrival released
+  it) and drops the others. Karn's rule: a
   retransmitted (or reordered) segment opens nothing and drops every pending segment of its
   direction, since any ACK covering them may answer the retransmission. The handshake is the
   same rule (SYN → SYN/ACK, SYN/ACK → final ACK).
@@ -29,7 +30,6 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 cdef uint16_t FIN = 0x01
 cdef uint16_t SYN = 0x02
-cdef uint16_t RST = 0x04
 cdef uint16_t ACK = 0x10
 
 cdef uint8_t SEEN = 1        # last_raw/last_rel hold the direction's latest sequence number
@@ -67,9 +67,10 @@ cdef class RttSampler:
     cdef int64_t[:] head, tail
     cdef uint32_t[:] last_raw, last_tsval
     cdef uint8_t[:] state
-    # node pool of the FIFO lists: key (TSval or sequence end), time opened, next node
+    # node pool of the FIFO lists: key (TSval or sequence end), time and packet that opened
+    # the sample, next node
     cdef object _node_arrays
-    cdef int64_t[:] node_key, node_t, node_next
+    cdef int64_t[:] node_key, node_t, node_pkt, node_next
 
     def __init__(self, int64_t max_ns, bint timestamps=True):
         self.max_ns = max_ns
@@ -95,7 +96,7 @@ cdef class RttSampler:
         self.last_raw, self.last_tsval, self.state = new["last_raw"], new["last_tsval"], new["state"]
 
     cdef _grow_nodes(self, int64_t capacity):
-        new = {name: np.zeros(capacity, dtype=np.int64) for name in ("key", "t", "next")}
+        new = {name: np.zeros(capacity, dtype=np.int64) for name in ("key", "t", "pkt", "next")}
         if self.n_nodes:
             for name, values in self._node_arrays.items():
                 new[name][:self.n_nodes] = values
@@ -105,9 +106,10 @@ cdef class RttSampler:
         self.free_node = self.n_nodes
         self._node_arrays = new
         self.n_nodes = capacity
-        self.node_key, self.node_t, self.node_next = new["key"], new["t"], new["next"]
+        self.node_key, self.node_t = new["key"], new["t"]
+        self.node_pkt, self.node_next = new["pkt"], new["next"]
 
-    cdef inline int _push(self, int64_t l, int64_t key, int64_t t) except -1:
+    cdef inline int _push(self, int64_t l, int64_t key, int64_t t, int64_t pkt) except -1:
         cdef int64_t node
         if self.free_node < 0:
             self._grow_nodes(2 * self.n_nodes)
@@ -115,6 +117,7 @@ cdef class RttSampler:
         self.free_node = self.node_next[node]
         self.node_key[node] = key
         self.node_t[node] = t
+        self.node_pkt[node] = pkt
         self.node_next[node] = -1
         if self.tail[l] >= 0:
             self.node_next[self.tail[l]] = node
@@ -144,8 +147,9 @@ cdef class RttSampler:
 
         Returns a dict of NumPy arrays, one entry per sample, in capture order of the closing
         packets: ``packet`` (index of the closing packet in the whole stream fed so far),
-        ``ts`` (its time), ``conn``, ``side`` (its direction: the half the sample measures),
-        ``rtt`` (ns) and ``kind`` (:data:`TIMESTAMP` or :data:`SEQUENCE`).
+        ``opener`` (index of the packet it answers), ``ts`` (closing time), ``conn``, ``side``
+        (the closing packet's direction: the half the sample measures), ``rtt`` (ns) and
+        ``kind`` (:data:`TIMESTAMP` or :data:`SEQUENCE`).
         """
         cols = [np.ascontiguousarray(batch[name], dtype=dt) for name, dt in BATCH_COLUMNS.items()]
         return self._feed(*cols)
@@ -157,16 +161,18 @@ cdef class RttSampler:
               const uint32_t[:] tsecr):
         cdef Py_ssize_t n = conn.shape[0], i
         out = {name: np.empty(n, dtype=dt) for name, dt in [
-            ("packet", np.int64), ("ts", np.int64), ("conn", np.int64), ("side", np.uint8),
+            ("packet", np.int64), ("opener", np.int64), ("ts", np.int64), ("conn", np.int64),
+            ("side", np.uint8),
             ("rtt", np.int64), ("kind", np.uint8)]}
         cdef int64_t[:] o_packet = out["packet"]
+        cdef int64_t[:] o_opener = out["opener"]
         cdef int64_t[:] o_ts = out["ts"]
         cdef int64_t[:] o_conn = out["conn"]
         cdef uint8_t[:] o_side = out["side"]
         cdef int64_t[:] o_rtt = out["rtt"]
         cdef uint8_t[:] o_kind = out["kind"]
         cdef Py_ssize_t m = 0
-        cdef int64_t c, k, o, t, a, rtt, opened, occupied, need
+        cdef int64_t c, k, o, t, a, rtt, opened, opener, occupied, need
         cdef uint8_t d, kind
         cdef uint16_t f
         cdef uint32_t x
@@ -191,7 +197,7 @@ cdef class RttSampler:
 
             # 1. does this packet close a sample opened in the other direction?
             opened = -1
-            if (f & ACK) and not (f & RST):
+            if f & ACK:
                 if use_ts:
                     x = tsecr[i]
                     while self.head[2 * o] >= 0 and _before(
@@ -199,18 +205,21 @@ cdef class RttSampler:
                         self._pop(2 * o)                   # never echoed
                     if self.head[2 * o] >= 0 and <uint32_t>self.node_key[self.head[2 * o]] == x:
                         opened = self.node_t[self.head[2 * o]]
+                        opener = self.node_pkt[self.head[2 * o]]
                         self._pop(2 * o)                   # first echo only
                     kind = TIMESTAMP
                 elif self.state[o] & SEEN:
                     a = self.last_rel[o] + <int32_t>(ack[i] - self.last_raw[o])
                     while self.head[2 * o + 1] >= 0 and self.node_key[self.head[2 * o + 1]] <= a:
                         opened = self.node_t[self.head[2 * o + 1]]  # the newest covered wins
+                        opener = self.node_pkt[self.head[2 * o + 1]]
                         self._pop(2 * o + 1)
                     kind = SEQUENCE
             if opened >= 0:
                 rtt = t - opened
                 if 0 <= rtt <= self.max_ns:
                     o_packet[m] = self.n_seen + i
+                    o_opener[m] = opener
                     o_ts[m] = t
                     o_conn[m] = c
                     o_side[m] = d
@@ -225,7 +234,7 @@ cdef class RttSampler:
             if use_ts:
                 x = tsval[i]
                 if not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x):
-                    self._push(2 * k, x, t)
+                    self._push(2 * k, x, t, self.n_seen + i)
                     self.last_tsval[k] = x
                     self.state[k] |= HAS_TSVAL
             else:
@@ -234,7 +243,7 @@ cdef class RttSampler:
                     while self.head[2 * k + 1] >= 0:     # Karn's rule
                         self._pop(2 * k + 1)
                 elif occupied > 0:
-                    self._push(2 * k + 1, rel[i] + occupied, t)
+                    self._push(2 * k + 1, rel[i] + occupied, t, self.n_seen + i)
             self.last_raw[k] = seq[i]
             self.last_rel[k] = rel[i]
             self.state[k] |= SEEN
