@@ -16,7 +16,7 @@ def _classes(text):
         return "auto"
     if text == "none":
         return None
-    from traceflow.series import parse_duration
+    from traceflow.stats.series import parse_duration
 
     return [parse_duration(part) / 1e9 for part in text.split(",") if part.strip()]
 
@@ -52,7 +52,7 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
             samples, output, as_json):
     """Print the RTT distribution, spectrum and RTT classes of INPUT (capture, packets or flows
     Parquet), and the minimum RTT of every path."""
-    from traceflow.rtt import rtt_summary
+    from traceflow.flows.rtt import rtt_summary
 
     try:
         wanted = _classes(classes)

@@ -1,4 +1,4 @@
-"""Passive path RTT (traceflow.pathrtt, traceflow.rttsample): the sampling rules on hand-built
+"""Passive path RTT (traceflow.flows.pathrtt, traceflow.flows.rttsample): the sampling rules on hand-built
 exchanges whose one-way delays are known, and batch-by-batch operation on real captures."""
 import ipaddress
 
@@ -10,7 +10,7 @@ from conftest import shared_path
 
 from traceflow.flows import flows, flows_with_rtt_samples
 from traceflow.pcap.schema import ACK, FIN, PACKET_SCHEMA, PSH, SYN
-from traceflow.rttsample import BATCH_COLUMNS, RttSampler
+from traceflow.flows.rttsample import BATCH_COLUMNS, RttSampler
 
 MS = 1_000_000
 CLIENT, SERVER = "10.0.0.1", "10.9.0.2"
@@ -121,7 +121,7 @@ def test_first_echo_only_and_unechoed_tsvals_dropped():
 
 def _kernel_batch(path):
     """The per-packet columns the flows pass hands the sampler, for a whole capture."""
-    from traceflow.flowsplit import pair_ids, split_connections
+    from traceflow.flows.flowsplit import pair_ids, split_connections
     from traceflow.pcap.reader import read_packets
 
     df = pl.from_arrow(read_packets(path)).filter(pl.col("ip_version").is_not_null())

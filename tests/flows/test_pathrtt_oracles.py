@@ -199,7 +199,7 @@ def test_rtt3dev_paths_and_classes_match_the_configured_rtts(timestamps):
 def test_handshake_alone_splits_the_classes():
     """The issue's defect, measured: per connection, the handshake RTT (one SYN/ACK's queueing)
     makes more classes than configured; the path minimum does not (the test above)."""
-    from traceflow.rtt import fit_rtt_classes, rtt_values
+    from traceflow.flows.rtt import fit_rtt_classes, rtt_values
 
     f = flows(read_packets(shared_path("testbed", "rtt3dev", "server_side.pcap.gz")))
     assert fit_rtt_classes(rtt_values(f, "rtt_handshake")).n_classes > 3

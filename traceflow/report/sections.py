@@ -37,7 +37,7 @@ class Loaded:
     series: np.ndarray | None
     counts: np.ndarray | None = None  # packets per 10 ms bin
     packets: int | None = None
-    rtt_samples: pl.DataFrame | None = None  # traceflow.pathrtt.SAMPLE_SCHEMA
+    rtt_samples: pl.DataFrame | None = None  # traceflow.flows.pathrtt.SAMPLE_SCHEMA
 
 
 def load_input(path):
@@ -106,7 +106,7 @@ def _read_packets(path):
 
 def _series(packets):
     """(bytes, packets) per 10 ms bin of a packets table."""
-    from traceflow.series import link_series
+    from traceflow.stats.series import link_series
 
     return _arrays(link_series(packets, BIN))
 
@@ -116,7 +116,7 @@ def _series_table(path):
 
 
 def _resampled(frame):
-    from traceflow.series import bin_width, parse_duration, resample
+    from traceflow.stats.series import bin_width, parse_duration, resample
 
     frame = frame.select("t", "bytes", "packets")
     if bin_width(frame) != parse_duration(BIN):
@@ -192,7 +192,7 @@ def _column_values(flows, column):
 
 
 def _tail(c, flows, column, label):
-    from traceflow.tails import ccdf_data, fit_pareto
+    from traceflow.stats.tails import ccdf_data, fit_pareto
 
     x = _column_values(flows, column)
     x = x[x > 0]
@@ -204,9 +204,9 @@ def _tail(c, flows, column, label):
 
 
 def _rtt(c, flows):
-    """RTT spectrum and classes of the default RTT (:func:`traceflow.rtt.default_column`, minimum
+    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.default_column`, minimum
     per host pair); returns the classes."""
-    from traceflow import rtt
+    from traceflow.flows import rtt
 
     tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
     column, where = rtt.default_column(tcp)
@@ -246,7 +246,7 @@ def _series_fig(c, x):
 
 
 def _hurst(c, x):
-    from traceflow.hurst import estimate
+    from traceflow.stats.hurst import estimate
 
     report = estimate(x, ("vt", "rs", "wavelet"))
     path = figures.hurst_figure(report, c.path("hurst"))
@@ -259,8 +259,8 @@ def _hurst(c, x):
 
 
 def _levels(c, x):
-    from traceflow.levels import analyze_levels
-    from traceflow.series import block_sums
+    from traceflow.stats.levels import analyze_levels
+    from traceflow.stats.series import block_sums
 
     for scale in LEVEL_SCALES_S:
         blocks = block_sums(x, int(round(scale / BIN_S)))
@@ -273,7 +273,7 @@ def _levels(c, x):
 
 
 def _dispersion(c, counts):
-    from traceflow.dispersion import dispersion_curve
+    from traceflow.stats.dispersion import dispersion_curve
 
     curve = dispersion_curve(counts, int(BIN_S * 1e9), column="packets")
     path = figures.dispersion_figure(curve, c.path("dispersion"))
@@ -358,7 +358,7 @@ def _compare_dispersion(c, result):
 
 
 def _compare_ccdfs(c, m, p, attr, name, label, caption):
-    from traceflow.tails import ccdf_data
+    from traceflow.stats.tails import ccdf_data
 
     curves = {}
     for side_name, side in (("measured", m), ("predicted", p)):
