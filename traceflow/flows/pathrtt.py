@@ -19,7 +19,7 @@ Times inside are int64 nanoseconds; the tables handed out use seconds.
 import numpy as np
 import polars as pl
 
-from traceflow.flows.rttsample import BATCH_COLUMNS, RttSampler
+from traceflow.flows.rttsample import BATCH_COLUMNS, RttSampler, nearest_other
 
 RTT_COLUMNS = {"rtt_samples": pl.Int64, "rtt_min": pl.Float64, "rtt_median": pl.Float64,
                "rtt_p90": pl.Float64}
@@ -54,19 +54,13 @@ def path_samples(samples):
     """Each half sample plus the nearest-in-time sample of the other half of its connection
     (the earlier one on a tie): ``samples`` with a ``path`` column (ns; null when the other half
     has no sample), in the input's order."""
-    s = samples.with_row_index("_order").sort("conn", "ts", maintain_order=True)
-    near = {}
-    for side in (0, 1):
-        mine = pl.col("side") == side
-        rtt, ts = pl.when(mine).then("rtt"), pl.when(mine).then("ts")
-        before = (rtt.forward_fill().over("conn"), ts.forward_fill().over("conn"))
-        after = (rtt.backward_fill().over("conn"), ts.backward_fill().over("conn"))
-        nearer_after = before[1].is_null() | (
-            after[1].is_not_null() & (after[1] - pl.col("ts") < pl.col("ts") - before[1]))
-        near[side] = pl.when(nearer_after).then(after[0]).otherwise(before[0])
-    other = pl.when(pl.col("side") == 0).then(near[1]).otherwise(near[0])
-    return (s.with_columns(path=pl.col("rtt") + other).sort("_order")
-            .select(*samples.columns, "path"))
+    conn, ts = samples["conn"].to_numpy(), samples["ts"].to_numpy()
+    order = np.lexsort((ts, conn))                     # stable: capture order on equal times
+    other = np.empty(order.size, dtype=np.int64)
+    other[order] = nearest_other(conn[order], ts[order], samples["side"].to_numpy()[order],
+                                 samples["rtt"].to_numpy()[order])
+    other = pl.Series(other)
+    return samples.with_columns(path=pl.when(other >= 0).then(pl.col("rtt") + other))
 
 
 def connection_rtts(path, summary, n_conns):

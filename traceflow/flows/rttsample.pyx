@@ -162,8 +162,7 @@ cdef class RttSampler:
         cdef Py_ssize_t n = conn.shape[0], i
         out = {name: np.empty(n, dtype=dt) for name, dt in [
             ("packet", np.int64), ("opener", np.int64), ("ts", np.int64), ("conn", np.int64),
-            ("side", np.uint8),
-            ("rtt", np.int64), ("kind", np.uint8)]}
+            ("side", np.uint8), ("rtt", np.int64), ("kind", np.uint8)]}
         cdef int64_t[:] o_packet = out["packet"]
         cdef int64_t[:] o_opener = out["opener"]
         cdef int64_t[:] o_ts = out["ts"]
@@ -257,3 +256,40 @@ cdef class RttSampler:
         n = self.n_conns
         return {name: np.asarray(self._slot_arrays[name][:2 * n]).reshape(n, 2).copy()
                 for name in ("min_rtt", "count")}
+
+
+def nearest_other(const int64_t[:] conn, const int64_t[:] ts, const uint8_t[:] side,
+                  const int64_t[:] rtt):
+    """For samples sorted by (``conn``, ``ts``): the ``rtt`` of the nearest-in-time sample of the
+    other ``side`` of the same connection (the earlier one on a tie), -1 where there is none.
+    Two passes: the latest other-side sample before each sample, then the first one after."""
+    cdef Py_ssize_t n = conn.shape[0], i
+    out_arr = np.full(n, -1, dtype=np.int64)
+    gap_arr = np.zeros(n, dtype=np.int64)
+    cdef int64_t[:] out = out_arr
+    cdef int64_t[:] gap = gap_arr       # distance in time to the sample in ``out``
+    cdef int64_t last_t[2]
+    cdef int64_t last_rtt[2]
+    cdef int64_t c = -1
+    cdef uint8_t o
+    for i in range(n):
+        if conn[i] != c:
+            c = conn[i]
+            last_rtt[0] = last_rtt[1] = -1
+        o = 1 - side[i]
+        if last_rtt[o] >= 0:
+            out[i] = last_rtt[o]
+            gap[i] = ts[i] - last_t[o]
+        last_t[side[i]] = ts[i]
+        last_rtt[side[i]] = rtt[i]
+    c = -1
+    for i in range(n - 1, -1, -1):
+        if conn[i] != c:
+            c = conn[i]
+            last_rtt[0] = last_rtt[1] = -1
+        o = 1 - side[i]
+        if last_rtt[o] >= 0 and (out[i] < 0 or last_t[o] - ts[i] < gap[i]):
+            out[i] = last_rtt[o]
+        last_t[side[i]] = ts[i]
+        last_rtt[side[i]] = rtt[i]
+    return out_arr
