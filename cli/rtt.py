@@ -6,8 +6,13 @@ from traceflow.errors import TraceflowError
 
 COLUMNS = ["auto", "rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", "rtt_syn",
            "rtt_ack", "rtt_data1", "rtt_data2"]
-VANTAGE = {"sender": "next to the data senders", "receiver": "next to the data receivers",
-           "unknown": "not next to one end (mid-path), or no handshakes to tell"}
+VANTAGE = {  # what the far half of the path (capture -> far host -> capture) is timed by
+    "sender": "next to the data senders; every ACK or timestamp echo times the far half",
+    "receiver": "next to the data receivers; timestamp echoes time the far half, or "
+                "without timestamps the handshake and requests",
+    "unknown": "mid-path or no handshakes to tell; both halves are timed"}
+WHY = {"rtt_min": "per-connection minimum path RTT, both halves around the capture summed",
+       "rtt_handshake": "handshake RTT: fewer connections have a path RTT in both halves"}
 MAX_PATH_LINES = 20
 
 
@@ -90,8 +95,9 @@ def _flows(input_path, idle_timeout, timestamps, samples_path):
 
 def _print(summary):
     q = summary["quantiles"]
-    if summary["vantage"] is not None:
+    if summary["vantage"] is not None:                 # --column auto
         click.echo(f"vantage point: {summary['vantage']} ({VANTAGE[summary['vantage']]})")
+        click.echo(f"RTT of a connection: {summary['column']} ({WHY[summary['column']]})")
     unit = "" if summary["per"] == "connection" else f", minimum per path ({summary['per']})"
     click.echo(f"{q['n']} TCP flows with {summary['column']}{unit} (of {summary['flows']})")
     if q["n"] == 0:

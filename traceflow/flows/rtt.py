@@ -5,8 +5,8 @@ log10(RTT / 10 µs) over connections, and flows are grouped into a handful of RT
 paper leaves the number of classes open — :func:`fit_rtt_classes` chooses it from the data with a
 Gaussian mixture on log10(RTT) and the BIC. The paper estimates a connection's RTT from its first
 packets (``rtt_min3`` of :mod:`traceflow.flows`); its classes are defined by propagation delay
-("the difference of RTT is reflected by the variation of propagation delays", section 3) and its
-classifier looks the RTT up by address pair (``rttlookup(p.src, p.dst)``, Figure 16). Here the
+("the difference of RTT is reflected by the variation of propagation delays", section 3), and its
+FairShare looks a flow's RTT up by address pair (``rttlookup(p.src, p.dst)``, Figure 14). Here the
 default RTT of a connection is the propagation part of its *path*: the per-connection minimum path
 RTT (``rtt_min``, both halves of the path summed, :mod:`traceflow.flows.pathrtt`), lowered to the
 minimum over every connection between the same two hosts (:func:`path_minima`), so the queueing
