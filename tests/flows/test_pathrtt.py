@@ -1,5 +1,6 @@
-"""Passive path RTT (traceflow.flows.pathrtt, traceflow.flows.rttsample): the sampling rules on hand-built
-exchanges whose one-way delays are known, and batch-by-batch operation on real captures."""
+"""Passive path RTT (traceflow.flows.pathrtt, traceflow.flows.rttsample): the sampling rules on
+hand-built exchanges whose one-way delays are known, and batch-by-batch operation on real
+captures."""
 import ipaddress
 
 import numpy as np
@@ -39,7 +40,8 @@ def capture(events, c_to_v, v_to_s, timestamps):
         ts = (tsval, tsecr) if timestamps else (None, None)
         rows.append(_row(round(seen * MS), by_client, flags, seq, ack, payload, *ts))
     rows.sort(key=lambda r: r["ts"])                      # stable: sending order on ties
-    return pa.table({n: [r.get(n) for r in rows] for n in PACKET_SCHEMA.names}, schema=PACKET_SCHEMA)
+    return pa.table({n: [r.get(n) for r in rows] for n in PACKET_SCHEMA.names},
+                    schema=PACKET_SCHEMA)
 
 
 def download(one_way, lost=False):

@@ -156,7 +156,8 @@ def check_run(run, *, timestamps=True):
         # none slower than propagation plus the worst queueing of one round trip (+ the relay)
         assert (m["rtt_min"] >= m["rtt"] - 5e-5).all(), side
         assert (m["rtt_min"] <= m["rtt"] + queue + 0.003).all(), side
-        pairs = m.group_by("client_addr").agg(pl.col("rtt").first(), measured=pl.col("rtt_min").min())
+        pairs = m.group_by("client_addr").agg(pl.col("rtt").first(),
+                                              measured=pl.col("rtt_min").min())
         assert pairs.height == len(rtts)
         for p in pairs.iter_rows(named=True):        # the bound: 5 % + 1 ms
             assert abs(p["measured"] - p["rtt"]) <= 0.05 * p["rtt"] + 0.001, (side, p)

@@ -1,10 +1,10 @@
 """Passive path RTT over whole TCP connections, from any vantage point.
 
 A capture point V sees a connection between hosts A and B. Every round trip it can time is one
-*half* of the path: V → A → V or V → B → V (the kernel :mod:`traceflow.flows.rttsample` times them from
-TCP timestamps, as pping does, or from sequence numbers with Karn's rule, as tcptrace does, with
-the handshake as the same rule). The path RTT A → B → A is the sum of the two halves, wherever V
-sits: next to the sender (one half ≈ 0), next to the receiver, or mid-path.
+*half* of the path: V → A → V or V → B → V (the kernel :mod:`traceflow.flows.rttsample` times them
+from TCP timestamps, as pping does, or from sequence numbers with Karn's rule, as tcptrace does,
+with the handshake as the same rule). The path RTT A → B → A is the sum of the two halves, wherever
+V sits: next to the sender (one half ≈ 0), next to the receiver, or mid-path.
 
 Per connection (seconds):
 

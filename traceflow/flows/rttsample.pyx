@@ -1,4 +1,5 @@
-"""The sequential core of :mod:`traceflow.flows.pathrtt`: passive RTT samples over whole TCP connections.
+"""The sequential core of :mod:`traceflow.flows.pathrtt`: passive RTT samples over whole TCP
+connections.
 
 Each sample is one round trip *vantage point → host → vantage point*, opened by a packet the
 capture sees going toward a host and closed by the first packet that host sends back echoing it:
@@ -16,7 +17,8 @@ capture sees going toward a host and closed by the first packet that host sends 
   same rule (SYN → SYN/ACK, SYN/ACK → final ACK).
 
 A sample belongs to the *half* of the path beyond the host that closed it: the packet's direction
-(``side``, 1 = sent by the endpoint pair's smaller endpoint, as :func:`traceflow.flows.flowsplit.pair_ids`).
+(``side``, 1 = sent by the endpoint pair's smaller endpoint, as
+:func:`traceflow.flows.flowsplit.pair_ids`).
 The two halves of a connection sum to its path RTT at any vantage point.
 
 The state is per connection and direction only (pending TSvals and pending segment ends, in
@@ -93,7 +95,8 @@ cdef class RttSampler:
         self.n_slots = capacity
         self.head, self.tail = new["head"], new["tail"]
         self.last_rel, self.min_rtt, self.count = new["last_rel"], new["min_rtt"], new["count"]
-        self.last_raw, self.last_tsval, self.state = new["last_raw"], new["last_tsval"], new["state"]
+        self.last_raw, self.last_tsval = new["last_raw"], new["last_tsval"]
+        self.state = new["state"]
 
     cdef _grow_nodes(self, int64_t capacity):
         new = {name: np.zeros(capacity, dtype=np.int64) for name in ("key", "t", "pkt", "next")}

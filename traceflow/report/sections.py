@@ -204,8 +204,8 @@ def _tail(c, flows, column, label):
 
 
 def _rtt(c, flows):
-    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.default_column`, minimum
-    per host pair); returns the classes."""
+    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.default_column`,
+    minimum per host pair); returns the classes."""
     from traceflow.flows import rtt
 
     tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
