@@ -38,7 +38,7 @@ def _frame(packets):
     elif isinstance(packets, (pa.Table, pa.RecordBatch)):
         packets = pl.from_arrow(packets)
     cols = ["ts", "src", "dst", "sport", "dport", "proto", "tcp_flags", "seq", "ack", "window",
-            "payload_len", "ip_len", "mss", "wscale"]
+            "payload_len", "ip_len", "mss", "wscale", "sack_ok", "tsval", "tsecr"]
     return packets.select(cols).filter(pl.col("proto") == 6).drop("proto")
 
 
