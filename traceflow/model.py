@@ -156,12 +156,18 @@ class Hosts:
     initial_window_flows: int
     initial_window_observable: bool       # False when the vantage point hides the first flight
     receiver_window: int | None           # bytes, median of the receivers' largest scaled windows
-    min_rto_s: float | None
-    rto_samples: int
+    min_rto_s: float | None               # RTO floor from true timeouts (Linux: rto_min)
+    rto_samples: int                      # first timeouts it was estimated from
     delayed_ack: bool | None
-    segments_per_ack: float | None
+    segments_per_ack: float | None        # after the quick-ACK segments at connection start
     vantage: str                          # "sender", "receiver" or "unknown" (for the data direction)
     header_bytes: int | None = None       # IP + TCP header bytes of a full data segment
+    rto_backoff: float | None = None      # ratio of successive timeouts of one segment (RFC 6298: 2)
+    initial_rto_s: float | None = None    # RTO before any RTT sample (SYN, SYN/ACK retransmission)
+    initial_rto_samples: int = 0
+    sack: bool | None = None              # SACK-permitted on both SYNs (most connections)
+    timestamps: bool | None = None        # Timestamps option on both SYNs (most connections)
+    window_scale: int | None = None       # the data receivers' window-scale shift
 
 
 @dataclass
