@@ -156,13 +156,21 @@ def test_scenario_precedence(self_consistency):
 
 def test_trace_table_from_flows():
     fl = pl.DataFrame({
-        "proto": [6, 6, 17, 6], "start": pl.Series([3, 1, 2, 5]).cast(pl.Datetime("ns")),
-        "app_bytes_c2s": [10, 0, 0, 5], "app_bytes_s2c": [2000, 300, 0, 0],
-        "rtt_handshake": [0.1, None, 0.3, 0.3]})
+        "proto": [6, 6, 17, 6, 6], "start": pl.Series([3, 1, 2, 5, 4]).cast(pl.Datetime("ns")),
+        "client_addr": ["c1", "c1", "c1", "c2", "c3"], "server_addr": ["s", "s", "s", "s", "s"],
+        "app_bytes_c2s": [10, 0, 0, 5, 7], "app_bytes_s2c": [2000, 300, 0, 0, 900],
+        "rtt_handshake": [0.1, 0.04, 0.001, 0.3, None]})
     t = trace_table(fl)
-    assert t["start"].to_list() == [1, 3, 5]
-    assert t["size"].to_list() == [300, 2000, 5]
-    assert t["rtt"].to_list() == [pytest.approx(0.2), 0.1, 0.3]  # missing -> median
+    assert t["start"].to_list() == [1, 3, 4, 5]
+    assert t["size"].to_list() == [300, 2000, 900, 0]       # the response, server -> client
+    assert t["request"].to_list() == [0, 10, 7, 5]
+    # the path RTT: the host pair's minimum over the trace (the UDP flow's sample is not TCP);
+    # a pair without a sample gets the smallest of all
+    assert t["rtt"].to_list() == [0.04, 0.04, 0.04, 0.3]
+    # each flow's own handshake (queueing included); missing -> the median
+    assert trace_table(fl, rtt="handshake")["rtt"].to_list() == [0.04, 0.1, 0.1, 0.3]
+    with pytest.raises(ScenarioError, match="RTT mode"):
+        trace_table(fl, rtt="floor")
 
 
 def test_cli_replay(tmp_path, self_consistency):
@@ -171,15 +179,17 @@ def test_cli_replay(tmp_path, self_consistency):
     model_path = self_consistency[3] / "model.json"
     r = CliRunner().invoke(cli, ["replay", str(model_path), "-o", str(tmp_path / "run"),
                                  "--duration", "20", "--set", "topology.bottleneck.rate=3e6",
-                                 "--seed", "2", "--rtt", "floor"])
+                                 "--seed", "2"])
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["bottleneck_rate_bps"] == 3e6 and s["duration_s"] == 20 and s["seed"] == 2
-    assert s["replay"]["rtt"] == "floor"
+    assert s["replay"]["rtt"] == "model"
     import pyarrow.parquet as pq
 
+    # model mode: path RTTs drawn from the fitted propagation RTTs (the sample's dumbbell paths)
     rtts = pq.read_table(tmp_path / "run" / "flows.parquet")["base_rtt"].to_numpy()
-    assert np.ptp(rtts) < 1e-9  # one RTT for every flow
+    prop = self_consistency[0].rtt.propagation
+    assert rtts.min() >= prop.minimum - 1e-6 and rtts.max() <= prop.maximum + 1e-6
     assert (tmp_path / "run" / "g1-g2.pcap").stat().st_size > 1000
     assert "model mode" in r.output
 

@@ -13,7 +13,9 @@ inputs are never merged), and fits:
 - short/long shares of flows and bytes, long-lived = at least 50 packets (the lifetime paper's
   threshold, Wu & Nikolaidis sec. 3);
 - handshake RTT (SYN → final ACK) distribution and classes (:mod:`traceflow.rtt`: Gaussian mixture
-  on log RTT, number of classes by BIC);
+  on log RTT, number of classes by BIC), and the distribution of the transfers' path propagation
+  RTTs (:func:`path_rtt`: the minimum RTT of each host pair) that model-mode replays use;
+- request sizes (client → server bytes of each transfer);
 - end-host parameters (:mod:`traceflow.hosts`), optionally from another capture of the same traffic
   taken nearer the senders (``hosts_from``);
 - Hurst estimates (:mod:`traceflow.hurst`), dispersion curve (:mod:`traceflow.dispersion`) and the
@@ -168,6 +170,20 @@ def rtt_classes(rtt_s, *, max_classes=4, seed=0):
     return out
 
 
+def path_rtt(flows):
+    """Per flow: the propagation RTT of its path (s), the minimum RTT seen for the flow's host
+    pair (client, server addresses) over every connection of the trace — the passive per-connection
+    minimum ``rtt_min`` when the flows table has it, else the handshake RTT. A loaded flow's own
+    handshake holds the queueing it met; the pair's minimum is its path without queueing (the
+    least-loaded moment of the trace). Flows of a pair without any sample get the minimum over all
+    pairs (null when the trace has none). Returns the flows with a ``path_rtt`` column."""
+    col = "rtt_min" if "rtt_min" in flows.columns else "rtt_handshake"
+    sample = pl.col(col).cast(pl.Float64)
+    sample = pl.when(sample.is_finite() & (sample > 0)).then(sample)
+    pair = ["client_addr", "server_addr"]
+    return flows.with_columns(path_rtt=sample.min().over(pair).fill_null(sample.min()))
+
+
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     """Fit a :class:`~traceflow.model.Model` to ``inputs`` (paths of captures / packets tables,
     or packets frames).
@@ -211,7 +227,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
 
-    tr = cmp.transfers(fl)
+    tr = cmp.transfers(path_rtt(fl))
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
     size_tail = tail_of(sizes)
@@ -227,7 +243,10 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         long_bytes=float(sizes[long].sum() / sizes.sum()))
     rtt = tr["rtt"].drop_nulls().to_numpy()
     rtt_model = RTTModel(column="rtt_handshake", distribution=distribution_from_sample(rtt, "s"),
-                         classes=rtt_classes(rtt, seed=seed))
+                         classes=rtt_classes(rtt, seed=seed),
+                         propagation=distribution_from_sample(
+                             tr["path_rtt"].drop_nulls().to_numpy(), "s"))
+    requests = distribution_from_sample(tr["request"].to_numpy(), "bytes")
 
     host_packets = packets
     if hosts_from is not None:
@@ -247,6 +266,6 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         condprob=table.tolist(),
                         expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
     return Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
-                 shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst,
+                 shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
                  dispersion=Dispersion(scales_s=scales, idc=idc), levels=levels,
                  series_bin_s=cmp.BIN_NS / 1e9)

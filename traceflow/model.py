@@ -141,10 +141,12 @@ class RTTClass:
 
 @dataclass
 class RTTModel:
-    """Handshake RTT distribution (seconds) and its classes (clusters of log-RTT)."""
+    """Handshake RTT distribution (seconds) and its classes (clusters of log-RTT); the
+    distribution over transfers of their path's propagation RTT (host pair minimum, s)."""
     column: str
     distribution: Distribution | None
     classes: list[RTTClass] = field(default_factory=list)
+    propagation: Distribution | None = None
 
 
 @dataclass
@@ -202,6 +204,7 @@ class Model:
     dispersion: Dispersion | None = None
     levels: Levels | None = None
     series_bin_s: float = 0.01
+    requests: Distribution | None = None      # request bytes (client -> server) per transfer
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self):
