@@ -14,12 +14,12 @@ Metrics (name → error measure; default tolerance in :data:`DEFAULT_TOLERANCES`
 ``loss_rate``         fraction of the data direction's packets lost at the bottleneck → relative
                       error. Exact on a run (its queue's drop counter) and on a capture given
                       with the capture upstream of the queue (``before``:
-                      :mod:`traceflow.queue_loss`); otherwise an *estimate* (retransmitted /
+                      :mod:`traceflow.flows.queue_loss`); otherwise an *estimate* (retransmitted /
                       data segments seen after the queue, which misses retransmissions whose
                       original was dropped before it), labelled so in ``source``
 ``retransmission_rate`` retransmitted / data segments (from the flows) → absolute error
 ``fct``               transfer time from the request to the last data byte
-                      (:mod:`traceflow.transfers`) per size bin (:data:`SIZE_BINS`): median, p90
+                      (:mod:`traceflow.flows.transfers`) per size bin (:data:`SIZE_BINS`): median, p90
                       and count per bin; the error is the largest relative error of the median
                       over the bins holding at least :data:`MIN_BIN_TRANSFERS` measured
                       transfers, so the tolerance applies to every such bin
@@ -86,7 +86,7 @@ class Analytics:
     ``sizes``/``fct``/``rtt``: per-transfer size (bytes), transfer time (s; what it measures is
     ``fct_measure``) and handshake RTT (s) of complete TCP transfers; ``run_loss_rate``: the
     bottleneck's drop fraction of a run; ``queue_loss``: the exact loss measured between a
-    capture before the queue and this one (:class:`traceflow.queue_loss.QueueLoss`)."""
+    capture before the queue and this one (:class:`traceflow.flows.queue_loss.QueueLoss`)."""
     source: str
     kind: str
     duration_s: float
@@ -132,7 +132,7 @@ class Analytics:
 
 def data_direction(packets):
     """Packets sent by the data sender of their TCP connection (plus every non-TCP packet)."""
-    from traceflow.hosts import connections
+    from traceflow.flows.hosts import connections
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
     tcp = connections(df)
@@ -147,9 +147,9 @@ def analytics_from_packets(packets, *, source="", kind="packets", capacity_bps=N
     """:class:`Analytics` of a packets table (the same code for measured and simulated traffic).
 
     ``start_ns``/``end_ns`` restrict the span (a run's configured duration, say). Transfers are
-    timed from the request to the last data byte (:func:`traceflow.transfers.transfer_times`)."""
+    timed from the request to the last data byte (:func:`traceflow.flows.transfers.transfer_times`)."""
     from traceflow.flows import flows as build_flows
-    from traceflow.transfers import transfer_times
+    from traceflow.flows.transfers import transfer_times
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
     if start_ns is not None or end_ns is not None:
@@ -179,7 +179,7 @@ def _bin(ts, size, lo, hi, width=BIN_NS):
 def transfers(flows):
     """Complete TCP transfers of a flow table: size (bytes of the larger direction), completion
     time (s, the flow's duration), handshake RTT (s), packets (both directions), request (bytes,
-    client → server) and ``path_rtt`` when the table has it (:func:`traceflow.fit.path_rtt`);
+    client → server) and ``path_rtt`` when the table has it (:func:`traceflow.models.fit.path_rtt`);
     flows cut by the capture edges (no SYN or no FIN/RST) excluded."""
     fl = flows.filter((pl.col("proto") == 6) & (pl.col("handshake") == "complete")
                       & pl.col("close").is_in(["FIN", "RST"]))
@@ -213,7 +213,7 @@ def analytics_from_flows(flows, series, *, duration_s, source="", kind="analytic
 def load_side(path, *, capacity_bps=None, before=None):
     """Reduce one side (capture, packets Parquet, run directory, analytics directory) to
     :class:`Analytics`. ``before``: a capture (or packets table) of the same traffic upstream of
-    the bottleneck queue, for the exact loss of a capture side (:mod:`traceflow.queue_loss`)."""
+    the bottleneck queue, for the exact loss of a capture side (:mod:`traceflow.flows.queue_loss`)."""
     path = Path(path)
     if not path.exists():
         raise TraceflowError("no such file or directory", path=path)
@@ -230,7 +230,7 @@ def load_side(path, *, capacity_bps=None, before=None):
     kind, packets = read_side_packets(path)
     a = analytics_from_packets(packets, source=str(path), kind=kind, capacity_bps=capacity_bps)
     if before is not None:
-        from traceflow.queue_loss import queue_loss
+        from traceflow.flows.queue_loss import queue_loss
 
         a.queue_loss = queue_loss(read_side_packets(before)[1], packets)
     return a
@@ -281,7 +281,7 @@ def run_pcap(path, summary):
 
 
 def _analytics_dir_side(path, capacity_bps):
-    from traceflow.series import bin_width
+    from traceflow.stats.series import bin_width
 
     fl = pl.read_parquet(path / "flows.parquet")
     se = pl.read_parquet(path / "series.parquet")
@@ -323,15 +323,15 @@ def fct_errors(measured, predicted, *, min_count=MIN_BIN_TRANSFERS):
 
 def dispersion_curve(series, bin_ns=BIN_NS):
     """Index of dispersion (variance / mean of bytes per interval) at 10 ms … 100 s, by
-    :func:`traceflow.dispersion.dispersion_curve`. Returns (scales_s, idc) as lists."""
-    from traceflow.dispersion import dispersion_curve as curve
+    :func:`traceflow.stats.dispersion.dispersion_curve`. Returns (scales_s, idc) as lists."""
+    from traceflow.stats.dispersion import dispersion_curve as curve
 
     c = curve(np.asarray(series, dtype=np.float64), bin_ns, column="bytes")
     return c.scales_s.tolist(), c.ratio.tolist()
 
 
 def hurst_estimates(series, methods=HURST_METHODS):
-    from traceflow.hurst import estimate
+    from traceflow.stats.hurst import estimate
 
     x = np.asarray(series, dtype=np.float64)
     if x.size < 256 or not np.any(x):
@@ -342,7 +342,7 @@ def hurst_estimates(series, methods=HURST_METHODS):
 
 def level_table(series, scale_s=LEVEL_SCALE_S, h=LEVELS_H):
     """CondProb counts (h × (h+1)) of the series aggregated into ``scale_s`` blocks."""
-    from traceflow.levels import analyze_levels
+    from traceflow.stats.levels import analyze_levels
 
     k = max(1, int(round(scale_s / (BIN_NS / 1e9))))
     x = np.asarray(series, dtype=np.float64)

@@ -8,9 +8,9 @@ are simulated, not copied.
 - **Trace-driven** (a flows table): the measured TCP connections as they were — start times,
   request bytes (client → server), response bytes (server → client) and the propagation RTT of
   their path: the minimum RTT of the connection's host pair over the whole trace
-  (:func:`traceflow.fit.path_rtt`), never the connection's own handshake RTT, which already holds
+  (:func:`traceflow.models.fit.path_rtt`), never the connection's own handshake RTT, which already holds
   the queueing the simulated bottleneck creates again.
-- **Model** (a :class:`~traceflow.model.Model`): flows sampled from the fitted arrival process,
+- **Model** (a :class:`~traceflow.models.model.Model`): flows sampled from the fitted arrival process,
   size, request and path-RTT distributions. Sizes get the sample-path normalization of Park & Tuan
   (2000, sec. 4.3): heavy-tailed samples converge slowly to their mean, so of several draws the
   one nearest the fitted mean is kept and its Pareto tail rescaled to hit the mean — a change of
@@ -23,7 +23,7 @@ are simulated, not copied.
 
 The bottleneck (capacity, buffer, discipline) comes from a scenario file (``replays/replay_*.toml``)
 and ``--set`` overrides; the capacity defaults to the fitted estimate. The end hosts are what the
-trace revealed (:mod:`traceflow.hosts`: segment size, header bytes with the options seen, initial
+trace revealed (:mod:`traceflow.flows.hosts`: segment size, header bytes with the options seen, initial
 window, receiver window, minimum and initial RTO, delayed ACKs, SACK, timestamps), with the
 ``linux`` TCP profile when the handshakes show SACK (:func:`host_settings`); a scenario or
 ``--set`` that names a key wins. The bottleneck link is captured to ``g1-g2.pcap`` in the run
@@ -31,16 +31,15 @@ directory, so the same analytics apply to the predicted traffic.
 """
 from __future__ import annotations
 
-import copy
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from traceflow.errors import InputFormatError, ScenarioError
-from traceflow.model import Hosts, Model
+from traceflow.models.model import Hosts, Model
+from traceflow.values import apply_overrides, merge, read_toml
 
 #: Built-in replay topology: many hosts on fast, nearly delay-free access links, so the
 #: bottleneck and the per-flow RTTs of the trace shape the traffic.
@@ -64,7 +63,7 @@ def trace_table(flows, *, rtt="path"):
 
     TCP flows that carried application bytes; missing RTTs get the median of the others (0 when
     none was measured)."""
-    from traceflow.fit import path_rtt
+    from traceflow.models.fit import path_rtt
 
     if rtt not in RTT_MODES:
         raise ScenarioError(f"unknown RTT mode {rtt!r} (use {' or '.join(RTT_MODES)})")
@@ -126,7 +125,7 @@ def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     """Flows drawn from ``model``: arrivals over ``duration_s`` (default the fitted span), sizes
     (normalized to the fitted mean unless ``normalize=False``), requests (when the model has
     them; drawn independently of the sizes), path RTTs. Returns the trace table."""
-    from traceflow.fit import sample_interarrival
+    from traceflow.models.fit import sample_interarrival
 
     rng = np.random.default_rng(seed)
     duration_s = float(duration_s or model.span.duration_s)
@@ -209,25 +208,9 @@ def host_settings(hosts: Hosts | None):
     return out
 
 
-def _merge(base, over):
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
-
-
 def read_scenario(path):
     """The raw dict of a replay scenario TOML file."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ScenarioError("scenario file not found", path=path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"invalid TOML: {exc}", path=path) from None
+    return read_toml(path)
 
 
 def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, name="replay"):
@@ -250,7 +233,7 @@ def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, 
                      "bottleneck": bneck,
                      "access": {"rate": access_rate, "delay": DEFAULT_DELAY_S}},
     }
-    merged = _merge(_merge(defaults, host_settings(hosts)), raw)
+    merged = merge(merge(defaults, host_settings(hosts)), raw)
     if merged["topology"].get("kind", "dumbbell") != "dumbbell":
         raise ScenarioError("topology.kind: replays use the dumbbell topology")
     merged["topology"]["bottleneck"]["pcap"] = True
@@ -283,7 +266,6 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
     per-flow RTTs of a trace replay (:data:`RTT_MODES`). Returns the simulator
     :class:`~traceflow.sim.Result`."""
     from traceflow.sim import run
-    from traceflow.sim.scenario import apply_overrides
 
     if isinstance(source, (str, Path)):
         mode, obj = load_source(source)

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from conftest import shared_path
-from traceflow.hosts import _handshake_legs, _timeouts, connections, infer_hosts
+from traceflow.flows.hosts import _handshake_legs, _timeouts, connections, infer_hosts
 from traceflow.pcap.schema import PACKET_SCHEMA
 
 RUNS = ["devcubic", "rtt3dev", "alpha1.35", pytest.param("dev10m", marks=pytest.mark.slow)]

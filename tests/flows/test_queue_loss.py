@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from conftest import shared_path
-from traceflow.queue_loss import queue_loss
+from traceflow.flows.queue_loss import queue_loss
 
 RUNS = ["devcubic", "rtt3dev", "alpha1.35", pytest.param("dev10m", marks=pytest.mark.slow)]
 

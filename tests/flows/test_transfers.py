@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from conftest import shared_path
-from traceflow.transfers import transfer_times
+from traceflow.flows.transfers import transfer_times
 
 
 @pytest.fixture(scope="module", params=["devcubic", "rtt3dev"])

@@ -6,7 +6,7 @@ buffer) are the oracle. For one run (or its first ``span_s`` seconds) this fits 
 client-side capture with the end hosts read from the server side (the data senders' side), replays
 the measured flows (trace mode) and flows sampled from the model (model mode) through
 ``replays/replay_testbed.toml`` with the run's rate and buffer, and compares each replay with the
-client-side capture, measured loss exact from the two captures (:mod:`traceflow.queue_loss`).
+client-side capture, measured loss exact from the two captures (:mod:`traceflow.flows.queue_loss`).
 
 Criteria (issue 15, "Done when"): trace mode — utilization within 10 %, loss within 25 %, median
 transfer time within 20 % in every size bin with at least 30 measured transfers, handshake-RTT KS
@@ -75,9 +75,9 @@ def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1,
     """Fit, replay in each mode and compare; returns ``{"model": Model, mode: comparison}``
     (comparisons as :func:`traceflow.compare.compare` returns them)."""
     from traceflow import compare as C
-    from traceflow.fit import fit
+    from traceflow.models.fit import fit
     from traceflow.flows import flows
-    from traceflow.queue_loss import queue_loss
+    from traceflow.flows.queue_loss import queue_loss
     from traceflow.replay import replay
 
     out_dir = Path(out_dir)
