@@ -154,6 +154,25 @@ def test_cli_compare(testbed_dir, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["pass"] and doc["metrics"]["utilization"]["tolerance"] == 0.01
     assert "utilization" in r.output and "overall: pass" in r.output
+    assert "estimate: retransmissions" in r.output        # no --before: loss labelled an estimate
+
+
+def test_cli_compare_before_makes_loss_exact(testbed_dir, tmp_path):
+    """With the capture before the queue, the measured loss is the fraction of the data
+    direction's packets seen before the queue and missing after it (the qdisc's drop fraction,
+    35781 of 255807 over the whole 900 s run), not the retransmission estimate."""
+    from traceflow.cli.main import cli
+
+    out = tmp_path / "cmp.json"
+    r = CliRunner().invoke(cli, ["compare", str(testbed_dir / "client.parquet"),
+                                 str(testbed_dir / "client.parquet"), "-o", str(out),
+                                 "--before", str(testbed_dir / "server.parquet"),
+                                 "--capacity", "1.48e6"])
+    assert r.exit_code == 0, r.output
+    loss = json.loads(out.read_text())["metrics"]["loss_rate"]
+    assert loss["source"]["measured"] == "before/after"
+    assert abs(loss["measured"] - 35781 / 255807) < 0.02
+    assert "measured from before/after" in r.output and "fct: transfer time" in r.output
 
 
 def test_cli_compare_errors(tmp_path):
