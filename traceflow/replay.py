@@ -198,8 +198,13 @@ def host_settings(hosts: Hosts | None):
         put(float(hosts.min_rto_s), "rto_min", "min_rto")
     if hosts.initial_rto_s:
         put(float(hosts.initial_rto_s), "rto_init", "init_rto")
-    if hosts.delayed_ack is not None:
+    if hosts.delayed_ack is False or (hosts.delayed_ack and not tcp.get("profile")):
+        # the linux profile's own delayed ACKs (quick-ACK start, delack timer) stay when the
+        # trace shows delayed ACKs; plain every-second-segment ACKs otherwise
         put(bool(hosts.delayed_ack), "delayed_ack")
+    put(hosts.request_delay_s, "request_delay")
+    put(hosts.response_delay_s, "response_delay")
+    put(hosts.close_delay_s, "close_delay")
     out = {}
     if sim:
         out["simulation"] = sim

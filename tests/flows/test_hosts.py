@@ -132,3 +132,14 @@ def test_connections_split_port_reuse():
 def test_empty_input():
     h = infer_hosts(_packets([]))
     assert h.mss is None and h.initial_window is None and h.vantage == "unknown"
+
+
+def test_application_delays(server, client):
+    """The client's think time between its handshake ACK and its request is the spacing of two
+    of its own packets: the same seen before and after the bottleneck (the reverse path is not
+    queued). The server's delays are claimed only next to it."""
+    s, c = infer_hosts(server), infer_hosts(client)
+    assert 0 < s.request_delay_s < 0.005
+    assert abs(s.request_delay_s - c.request_delay_s) < 5e-5
+    assert 0 < s.response_delay_s < 0.005 and 0 <= s.close_delay_s < 0.005
+    assert c.response_delay_s is None and c.close_delay_s is None

@@ -31,6 +31,10 @@ direction that carried more payload. From the sender's data and the receiver's A
   the back-off factor (RFC 6298: 2); SYN and SYN/ACK retransmissions give the initial RTO (1 s).
   Seen from behind the bottleneck the RTT samples miss the sender's half of the path: there the
   estimate also holds the queueing delay.
+- **Application delays** (medians, s): the client's think time from its handshake ACK to its
+  request (its own two packets: any vantage point); at a sender-side vantage point, the server's
+  time from the end of the request to its first response byte and from its last data byte to its
+  FIN (behind the bottleneck the queue spreads the server's packets, so these are not claimed).
 - **Delayed ACKs**: new data segments per ACK that advances the acknowledgment, counted after the
   first :data:`QUICKACK_SEGMENTS` of each connection (Linux acknowledges those one by one, in
   quick-ACK mode); ≈1: every segment acknowledged, ≈2: delayed ACKs (boundary at √2).
@@ -155,6 +159,7 @@ def infer_hosts(packets, *, min_flows=5):
     init_rto, init_rto_n = _initial_rto(df)
     spa = _segments_per_ack(df)
     sack, stamps, wscale = _options(df)
+    delays = _app_delays(df, sender_side=vantage == "sender")
     return Hosts(
         mss=None if mss is None else int(mss),
         segment_size=None if seg is None else int(seg),
@@ -174,6 +179,7 @@ def infer_hosts(packets, *, min_flows=5):
         sack=sack,
         timestamps=stamps,
         window_scale=wscale,
+        **delays,
     )
 
 
@@ -259,6 +265,36 @@ def _options(df):
     wscale = _mode(hs["wscale"].drop_nulls().to_numpy())
     return (bool(hs["sack"].mean() >= OPTION_SHARE), bool(hs["ts"].mean() >= OPTION_SHARE),
             None if wscale is None else int(wscale))
+
+
+def _app_delays(df, *, sender_side):
+    """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
+    server's response and close delays (see the module docstring); None where unmeasured."""
+    flags = pl.col("tcp_flags")
+    client, server = pl.col("fwd"), ~pl.col("fwd")
+    data = pl.col("payload_len") > 0
+    per = df.group_by("conn").agg(
+        ack=pl.col("ts_s").filter(client & ((flags & (SYN | ACK)) == ACK) & ~data).first(),
+        request=pl.col("ts_s").filter(client & data).first(),
+        request_end=pl.col("ts_s").filter(client & data).last(),
+        response=pl.col("ts_s").filter(server & data).first(),
+        last=pl.col("ts_s").filter(server & data).max(),
+        fin=pl.col("ts_s").filter(server & ((flags & 0x01) != 0)).first())
+
+    def median(expr):
+        x = per.select(x=expr)["x"].drop_nulls()
+        x = x.filter(x >= 0)
+        return float(x.median()) if x.len() else None
+
+    # a request that follows the handshake ACK (not one piggy-backed on it)
+    out = {"request_delay_s": median(pl.when(pl.col("request") > pl.col("ack"))
+                                     .then(pl.col("request") - pl.col("ack"))),
+           "response_delay_s": None, "close_delay_s": None}
+    if sender_side:
+        out["response_delay_s"] = median(pl.when(pl.col("response") > pl.col("request_end"))
+                                         .then(pl.col("response") - pl.col("request_end")))
+        out["close_delay_s"] = median(pl.col("fin") - pl.col("last"))
+    return out
 
 
 def _srtt(d, legs):

@@ -170,6 +170,9 @@ class Hosts:
     sack: bool | None = None              # SACK-permitted on both SYNs (most connections)
     timestamps: bool | None = None        # Timestamps option on both SYNs (most connections)
     window_scale: int | None = None       # the data receivers' window-scale shift
+    request_delay_s: float | None = None  # client: handshake ACK -> request (median)
+    response_delay_s: float | None = None  # server: end of request -> first response byte
+    close_delay_s: float | None = None    # server: last data byte -> FIN
 
 
 @dataclass
