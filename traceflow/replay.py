@@ -41,10 +41,10 @@ from traceflow.errors import InputFormatError, ScenarioError
 from traceflow.models.model import Hosts, Model
 from traceflow.values import apply_overrides, merge, read_toml
 
-#: Built-in replay topology: many hosts on fast, nearly delay-free access links, so the
-#: bottleneck and the per-flow RTTs of the trace shape the traffic.
+#: Built-in replay topology: many hosts on fast access links without propagation delay of their
+#: own, so the bottleneck and the per-flow path RTTs of the trace shape the traffic.
 HOSTS_PER_SIDE = 16
-DEFAULT_DELAY_S = 1e-5
+DEFAULT_DELAY_S = 0.0
 BOTTLENECK_PCAP = "g1-g2.pcap"
 #: model mode: at most this many runs to bring the replay's throughput within the tolerance
 #: (relative) of the fitted mean rate

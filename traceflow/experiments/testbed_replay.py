@@ -31,8 +31,6 @@ CRITERIA = {
     "model": {"utilization": 0.35, "loss_rate": 0.35, "fct": 0.35},
 }
 SCENARIO = Path(__file__).resolve().parents[2] / "replays" / "replay_testbed.toml"
-#: bytes of an Ethernet header: HTB counts frames, the simulator IP packets
-ETHERNET = 14
 _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
 
 
@@ -45,14 +43,13 @@ def parse_rate(text):
 
 
 def run_overrides(params):
-    """``--set`` overrides that give the replay scenario the run's shaper: HTB's rate counts
-    Ethernet frames, so full packets (MTU bytes of IP) leave at rate * MTU / (MTU + 14) bit/s of
-    IP bytes; bfifo's limit is in bytes."""
-    mtu = int(params.get("mtu", 1500))
-    rate = parse_rate(params["rate"]) * mtu / (mtu + ETHERNET)
+    """``--set`` overrides for what differs between testbed runs (``params.json``): the shaper's
+    rate (``replays/replay_testbed.toml`` holds how HTB counts it), the buffer (bfifo in bytes,
+    pfifo in packets) and the senders' congestion control, which the trace does not reveal."""
     unit = "limit_bytes" if params.get("buffer_unit", "bytes") == "bytes" else "limit"
-    return [f"topology.bottleneck.rate={rate!r}",
-            f"topology.bottleneck.queue.{unit}={int(params['buffer'])}"]
+    return [f"topology.bottleneck.rate={parse_rate(params['rate'])!r}",
+            f"topology.bottleneck.queue.{unit}={int(params['buffer'])}",
+            f"tcp.cc={json.dumps(params.get('cc', 'cubic'))}"]
 
 
 def read_run(run_dir, span_s=None):

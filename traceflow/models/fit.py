@@ -170,18 +170,46 @@ def rtt_classes(rtt_s, *, max_classes=4, seed=0):
     return out
 
 
+def _valid(col):
+    x = pl.col(col).cast(pl.Float64)
+    return pl.when(x.is_finite() & (x > 0)).then(x)
+
+
 def path_rtt(flows):
-    """Per flow: the propagation RTT of its path (s), the minimum RTT seen for the flow's host
-    pair (client, server addresses) over every connection of the trace — the passive per-connection
-    minimum ``rtt_min`` when the flows table has it, else the handshake RTT. A loaded flow's own
-    handshake holds the queueing it met; the pair's minimum is its path without queueing (the
-    least-loaded moment of the trace). Flows of a pair without any sample get the minimum over all
-    pairs (null when the trace has none). Returns the flows with a ``path_rtt`` column."""
-    col = "rtt_min" if "rtt_min" in flows.columns else "rtt_handshake"
-    sample = pl.col(col).cast(pl.Float64)
-    sample = pl.when(sample.is_finite() & (sample > 0)).then(sample)
+    """Per flow: the RTT of its path without queueing (s), from the handshakes of its host pair
+    (client, server addresses) over the whole trace. Returns the flows with ``path_rtt``.
+
+    A handshake's two legs (``rtt_syn``: capture → server → capture, ``rtt_ack``: capture → client
+    → capture) differ: the leg that crosses the bottleneck queue spreads over the queueing delays,
+    the other only over the hosts' processing jitter. Per pair, the *loaded* leg is the one whose
+    90th percentile lies further above its minimum, and a handshake met no queue when its loaded
+    leg is within the clean leg's jitter (95th percentile minus minimum) of its minimum. Such a
+    handshake *is* the path's RTT at that moment and is kept as the flow's path RTT (with its
+    processing jitter); a loaded flow gets the unqueued handshake of its pair nearest in time,
+    never its own (whose queueing the simulated bottleneck creates again). Without any unqueued
+    handshake: the pair's minimum, else the minimum over all pairs (null when none)."""
     pair = ["client_addr", "server_addr"]
-    return flows.with_columns(path_rtt=sample.min().over(pair).fill_null(sample.min()))
+    syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
+
+    def spread(leg, q):
+        return leg.quantile(q).over(pair) - leg.min().over(pair)
+
+    syn_loaded = spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0)
+    loaded = pl.when(syn_loaded).then(syn).otherwise(ack)
+    jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
+    fl = flows.with_row_index("_row").with_columns(
+        _t=pl.col("start").cast(pl.Int64), _hs=hs,
+        _free=(loaded - loaded.min().over(pair) <= jitter.fill_null(0)) & hs.is_not_null())
+    free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
+            .sort("_t"))
+    near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t")
+            .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
+            .select("_row", "_near"))
+    return (fl.join(near, on="_row", how="left")
+            .with_columns(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs"))
+                          .otherwise(pl.col("_near"))
+                          .fill_null(hs.min().over(pair)).fill_null(hs.min()))
+            .sort("_row").drop("_row", "_t", "_hs", "_free", "_near"))
 
 
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
