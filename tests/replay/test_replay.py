@@ -56,7 +56,7 @@ def test_testbed_replay_matches_utilization(testbed, record_property):
     print("\n" + C.format_table(result))
     u = metrics["utilization"]
     assert abs(u["predicted"] - u["measured"]) / u["measured"] <= 0.15
-    assert u["capacity_bps"] == pytest.approx(1.5e6 * 1040 / 1054, rel=1e-6)
+    assert u["capacity_bps"] == 1.5e6     # HTB's rate, counting Ethernet frames (overhead 14)
     # the replay used what the trace revealed about the hosts
     used = run.summary["replay"]["hosts"]
     assert used["initial_window"] == 10 and used["segment_size"] == 988
@@ -156,21 +156,38 @@ def test_scenario_precedence(self_consistency):
 
 def test_trace_table_from_flows():
     fl = pl.DataFrame({
-        "proto": [6, 6, 17, 6, 6], "start": pl.Series([3, 1, 2, 5, 4]).cast(pl.Datetime("ns")),
-        "client_addr": ["c1", "c1", "c1", "c2", "c3"], "server_addr": ["s", "s", "s", "s", "s"],
-        "app_bytes_c2s": [10, 0, 0, 5, 7], "app_bytes_s2c": [2000, 300, 0, 0, 900],
-        "rtt_handshake": [0.1, 0.04, 0.001, 0.3, None]})
+        "proto": [6, 6, 17, 6], "start": pl.Series([3, 1, 2, 5]).cast(pl.Datetime("ns")),
+        "client_addr": ["c1", "c1", "c1", "c2"], "server_addr": ["s", "s", "s", "s"],
+        "app_bytes_c2s": [10, 0, 0, 5], "app_bytes_s2c": [2000, 300, 0, 0],
+        "rtt_syn": [0.03, 0.02, 0.0005, None], "rtt_ack": [0.001, 0.001, 0.0005, None],
+        "rtt_handshake": [0.031, 0.021, 0.001, None]})
     t = trace_table(fl)
-    assert t["start"].to_list() == [1, 3, 4, 5]
-    assert t["size"].to_list() == [300, 2000, 900, 0]       # the response, server -> client
-    assert t["request"].to_list() == [0, 10, 7, 5]
-    # the path RTT: the host pair's minimum over the trace (the UDP flow's sample is not TCP);
-    # a pair without a sample gets the smallest of all
-    assert t["rtt"].to_list() == [0.04, 0.04, 0.04, 0.3]
+    assert t["start"].to_list() == [1, 3, 5]
+    assert t["size"].to_list() == [300, 2000, 0]           # the response, server -> client
+    assert t["request"].to_list() == [0, 10, 5]
+    # the UDP flow's handshake does not count; a pair without a sample gets the smallest of all
+    assert t["rtt"].to_list() == [0.021, 0.021, 0.021]
     # each flow's own handshake (queueing included); missing -> the median
-    assert trace_table(fl, rtt="handshake")["rtt"].to_list() == [0.04, 0.1, 0.1, 0.3]
+    assert trace_table(fl, rtt="handshake")["rtt"].to_list() == pytest.approx([0.021, 0.031, 0.026])
     with pytest.raises(ScenarioError, match="RTT mode"):
         trace_table(fl, rtt="floor")
+
+
+def test_path_rtt_keeps_unqueued_handshakes():
+    """The queue sits on the SYN -> SYN/ACK leg here (it spreads over 10-80 ms); the other leg
+    shows the hosts' jitter (0.2 ms). Unqueued handshakes keep their own RTT, queued ones take the
+    nearest unqueued one of their pair, never their own."""
+    from traceflow.models.fit import path_rtt
+
+    ms = 1e-3
+    syn = [10 * ms, 50 * ms, 10.1 * ms, 80 * ms, 10 * ms]
+    ack = [1 * ms, 1.2 * ms, 1.1 * ms, 1 * ms, 1 * ms]
+    fl = pl.DataFrame({
+        "start": pl.Series([10, 15, 30, 45, 50]).cast(pl.Datetime("ns")),
+        "client_addr": ["c"] * 5, "server_addr": ["s"] * 5, "rtt_syn": syn, "rtt_ack": ack,
+        "rtt_handshake": [a + b for a, b in zip(syn, ack)]})
+    got = path_rtt(fl)["path_rtt"].to_list()
+    assert got == pytest.approx([11 * ms, 11 * ms, 11.2 * ms, 11 * ms, 11 * ms])
 
 
 def test_cli_replay(tmp_path, self_consistency):

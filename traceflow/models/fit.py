@@ -15,7 +15,7 @@ inputs are never merged), and fits:
 - handshake RTT (SYN → final ACK) distribution and classes (:mod:`traceflow.flows.rtt`: Gaussian mixture
   on log RTT, number of classes by BIC), and the distribution of the transfers' path propagation
   RTTs (:func:`path_rtt`: the minimum RTT of each host pair) that model-mode replays use;
-- request sizes (client → server bytes of each transfer);
+- request sizes (client → server bytes of each download, when most transfers are downloads);
 - end-host parameters (:mod:`traceflow.flows.hosts`), optionally from another capture of the same traffic
   taken nearer the senders (``hosts_from``);
 - Hurst estimates (:mod:`traceflow.stats.hurst`), dispersion curve (:mod:`traceflow.stats.dispersion`) and the
@@ -274,7 +274,11 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                          classes=rtt_classes(rtt, seed=seed),
                          propagation=distribution_from_sample(
                              tr["path_rtt"].drop_nulls().to_numpy(), "s"))
-    requests = distribution_from_sample(tr["request"].to_numpy(), "bytes")
+    # requests of downloads (the transfer flows server -> client); a trace of mostly uploads has
+    # none, and its model replays one-way transfers
+    down = tr.filter(pl.col("request") < pl.col("size"))
+    requests = (distribution_from_sample(down["request"].to_numpy(), "bytes")
+                if 2 * down.height > tr.height else None)
 
     host_packets = packets
     if hosts_from is not None:
