@@ -102,3 +102,32 @@ cdef class Queue:
 cdef class DropTail(Queue):
     """FIFO that drops arrivals when ``limit_pkts`` packets or ``limit_bytes`` bytes are stored."""
     pass
+
+
+cdef class DropList(Queue):
+    """DropTail that also drops the data packets (payload > 0) whose 1-based arrival index at
+    this queue is listed (ns-2's ErrorModel/List): deterministic losses for tests and examples."""
+    cdef int64_t* drops
+    cdef Py_ssize_t ndrops, next_drop
+    cdef readonly int64_t data_arrivals
+
+    def __init__(self, list drop, int64_t limit_pkts=0, int64_t limit_bytes=0):
+        self.limit_pkts = limit_pkts
+        self.limit_bytes = limit_bytes
+        idx = sorted(set(int(i) for i in drop))
+        self.ndrops = len(idx)
+        self.drops = <int64_t*>malloc(max(1, self.ndrops) * sizeof(int64_t))
+        for i, v in enumerate(idx):
+            self.drops[i] = v
+
+    def __dealloc__(self):
+        free(self.drops)
+
+    cdef bint enqueue(self, Packet* p, int64_t now) except -1:
+        if p.payload > 0:
+            self.data_arrivals += 1
+            if self.next_drop < self.ndrops and self.drops[self.next_drop] == self.data_arrivals:
+                self.next_drop += 1
+                self.drop(p, now)
+                return False
+        return Queue.enqueue(self, p, now)

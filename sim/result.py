@@ -5,7 +5,9 @@ Run directory (written atomically):
   flows.parquet     one row per flow: endpoints, class, base RTT, packets/bytes sent, received,
                     dropped (data and ACK directions), retransmits, timeouts, goodput, transfers
   transfers.parquet one row per transfer: size, start, end (null if unfinished), bytes sent,
-                    retransmits, reliable throughput S/W
+                    retransmits, timeouts, loss probes, reliable throughput S/W, request
+                    (bytes the client sent first, 0 if none) and response (null if none: when
+                    the server had the whole request and started its response)
   series.parquet    per monitored link and bin: t (timestamp[ns]), bytes, packets (departures),
                     arrival_bytes, arrival_packets, drops
   queue.parquet     queue samples: t, link, packets, bytes, avg (RED EWMA / instantaneous)
@@ -154,7 +156,12 @@ def summarize(built, wall_s, pcap_dir):
         "packets_sent": pa.array(tr["pkts_sent"], pa.int64()),
         "retransmits": pa.array(tr["retransmits"], pa.int64()),
         "timeouts": pa.array(tr["timeouts"], pa.int64()),
+        "loss_probes": pa.array(tr["loss_probes"], pa.int64()),
         "reliable_throughput": pa.array(rel, pa.float64()),
+        "request": pa.array(tr["request"], pa.int64()),
+        "response": pc.if_else(pa.array(tr["response"] >= 0),
+                               pa.array(tr["response"], pa.int64()).cast(pa.timestamp("ns")),
+                               pa.scalar(None, pa.timestamp("ns"))),
     })
 
     parts = []

@@ -164,7 +164,7 @@ def test_pcap_is_readable_and_matches_link_counters(tmp_path):
 
 
 @pytest.mark.parametrize("override, key", [
-    ("tcp.cc=\"cubic\"", "tcp.cc"),
+    ("tcp.cc=\"bbr\"", "tcp.cc"),
     ("topology.bottlneck.rate=1", "topology.bottlneck"),
     ("topology.bottleneck.rate=-5", "topology.bottleneck.rate"),
     ("topology.bottleneck.queue.kind=\"sfq\"", "topology.bottleneck.queue.kind"),
