@@ -15,7 +15,7 @@ import pytest
 
 from traceflow.experiments import classification
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ns2"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sim" / "ns2"))
 from ns2 import available, run_ns2  # noqa: E402
 
 REPLAY = Path(__file__).resolve().parents[2] / "replays" / "class_fig1.toml"
