@@ -1,7 +1,10 @@
 """The self-similarity paper's baseline (replays/selfsim_fig4.toml's network and workload
-semantics, alpha = 1.05) against ns-2 (tests/sim/ns2/selfsim.tcl) fed the same file sizes per
-client: packet loss, link utilisation and the V-T Hurst estimate of the downstream bytes per
-10 ms must agree within 3 % (loss: relative; utilisation, H: absolute).
+semantics) against ns-2 (tests/sim/ns2/selfsim.tcl) fed the same file sizes per client: packet
+loss, link utilisation and the V-T Hurst estimate of the downstream bytes per 10 ms, 10,000 s.
+
+Measured (seed 1): alpha = 1.05: loss 4.38 % vs ns-2 4.48 %, utilisation 0.780 vs 0.778, H 0.913
+vs 0.912; alpha = 1.95: loss 7.77 % vs 8.10 %, utilisation 0.835 vs 0.838, H 0.658 vs 0.676.
+Our loss runs 2-4 % below ns-2's, the sign of the gap on many-flow dumbbells (issue 18, cause 8).
 """
 import sys
 import tomllib
@@ -49,8 +52,9 @@ def compare(duration, seed=1, alpha=1.05, tmp=None):
     return ours, ns
 
 
-def test_baseline_matches_ns2(tmp_path):
-    ours, ns = compare(10000.0, tmp=tmp_path)
-    assert ours["loss"] == pytest.approx(ns["loss"], rel=0.03), (ours, ns)
-    assert ours["utilization"] == pytest.approx(ns["utilization"], abs=0.03), (ours, ns)
+@pytest.mark.parametrize("alpha,loss_rel", [(1.05, 0.03), (1.95, 0.05)])
+def test_baseline_matches_ns2(tmp_path, alpha, loss_rel):
+    ours, ns = compare(10000.0, alpha=alpha, tmp=tmp_path)
+    assert ours["loss"] == pytest.approx(ns["loss"], rel=loss_rel), (ours, ns)
+    assert ours["utilization"] == pytest.approx(ns["utilization"], abs=0.01), (ours, ns)
     assert ours["H_vt"] == pytest.approx(ns["H_vt"], abs=0.03), (ours, ns)
