@@ -211,7 +211,7 @@ def performance_comparison(mean):
 
     for b in buffers[1:]:
         a, y = curve(b, "loss")
-        rho = float(spearmanr(a, y).statistic) if a.size > 2 else float("nan")
+        rho = round(float(spearmanr(a, y).statistic), 9) if a.size > 2 else float("nan")
         rows.append(_row(f"{b / 1000:g} kB: loss falls as α rises (rank correlation)",
                          "gradual deterioration as α → 1", round(rho, 2), rho <= -0.8,
                          "agree = Spearman correlation <= -0.8"))
