@@ -37,11 +37,12 @@ def shared():
 
 
 class _Page(HTMLParser):
-    """The images and the rows marked ``class="disagree"`` of an HTML page."""
+    """The images, the rows marked ``class="disagree"`` / ``"uncompared"`` and the banners
+    (``<p class="banner">``) of an HTML page."""
 
     def __init__(self):
         super().__init__()
-        self.images, self.disagree = [], 0
+        self.images, self.disagree, self.uncompared, self.banner = [], 0, 0, 0
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -49,10 +50,14 @@ class _Page(HTMLParser):
             self.images.append(attrs["src"])
         if tag == "tr" and attrs.get("class") == "disagree":
             self.disagree += 1
+        if tag == "tr" and attrs.get("class") == "uncompared":
+            self.uncompared += 1
+        if tag == "p" and attrs.get("class") == "banner":
+            self.banner += 1
 
 
 def read_page(path):
-    """Parse the HTML file ``path`` (images, disagreeing rows)."""
+    """Parse the HTML file ``path`` (images, (dis)agreeing and uncompared rows, banners)."""
     page = _Page()
     page.feed(Path(path).read_text())
     return page

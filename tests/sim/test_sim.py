@@ -320,3 +320,38 @@ def test_trace_flows_accept_a_polars_table():
     assert res.flows["base_rtt"].to_pylist() == pytest.approx([0.3, 0.05])
     assert res.transfers["size"].to_pylist() == [3000, 7000]
     assert res.transfers["end"].null_count == 0
+
+
+def _one_client_files(**files):
+    return {"simulation": {"duration": 5.0, "mss": 1000, "tcp_header": 40},
+            "topology": {"kind": "dumbbell", "left": 1, "right": 1,
+                         "bottleneck": {"rate": 10e6, "delay": 0.02},
+                         "access": {"rate": 100e6, "delay": 0.005}},
+            "tcp": {"handshake": False},
+            "traffic": [{"kind": "files", "src": "l0", "dst": "r0", "idle": 0.05,
+                         "first_idle": False, "size": {"dist": "fixed", "mean": 1500},
+                         **files}]}
+
+
+def test_files_self_similarity_paper_semantics():
+    # Park, Kim & Crovella (park-kim-crovella-1997-self-similarity-performance.txt:111): "each
+    # file is split into q = ceil(X/M) packets" (ns-2 agents send whole packets), and the
+    # client's idle period follows the server's completed transfer (its last ACK)
+    plain = sim.run(_one_client_files()).transfers
+    paper = sim.run(_one_client_files(pad_last=True, idle_after="last_ack")).transfers
+    assert set(plain["bytes_sent"].to_pylist()[:-1]) == {1500}          # payload bytes
+    assert set(paper["bytes_sent"].to_pylist()[:-1]) == {2000}
+
+    def gaps(t):
+        start = t["start"].cast("int64").to_numpy()
+        end = t["end"].cast("int64").to_numpy(zero_copy_only=False)
+        return (start[1:] - end[:-1]) / 1e9
+    # the sender starts the next file only after the last ACK (one ACK trip, 30 ms + 38.4 us of
+    # transmission, after delivery); both runs draw the same idle times I_k: from delivery the
+    # gap is max(I_k, trip), from the last ACK trip + I_k
+    trip = 0.0300384
+    g_plain, g_paper = gaps(plain), gaps(paper)
+    n = min(len(g_plain), len(g_paper))
+    idle = g_paper[:n] - trip
+    assert idle.min() > 0 and (idle < trip).sum() > 5
+    np.testing.assert_allclose(g_plain[:n], np.maximum(idle, trip), atol=1e-8)
