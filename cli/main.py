@@ -5,12 +5,15 @@ and are imported only when invoked, so ``traceflow --help`` does not pay for Pol
 User errors print one line on stderr and exit 2; no traceback.
 """
 import importlib
+import os
 import sys
 
 import click
 
 from traceflow import __version__
-from traceflow.errors import TraceflowError
+from traceflow.cli import guard
+from traceflow.cli.guard import report_error
+from traceflow.errors import WRITE_ERRNOS, TraceflowError, memory_limit, out_of_memory
 
 COMMANDS = {
     "ingest": "Decode pcap/pcapng captures into a packets table (Parquet/Arrow).",
@@ -57,12 +60,29 @@ def cli():
 
 
 def _fail(message, code):
-    click.echo(f"traceflow: error: {message}", err=True)
+    report_error(message)
     return code
 
 
+def _bound_native_threads():
+    """Under an address-space limit, OpenBLAS threads whose buffers cannot be mapped spin forever
+    instead of failing (seen with scipy's OpenBLAS 0.3.31 under ``ulimit -v``): run BLAS on one
+    thread there, so running out of memory is a MemoryError, not a hang."""
+    if memory_limit() is not None:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv=None):
-    """Console-script entry point; returns the process exit code."""
+    """Console-script entry point; exits with the command's status (2 for any user error).
+
+    Run as the ``traceflow`` command (``argv`` None), the command runs under :mod:`.guard`, which
+    turns native aborts (a failed allocation in Polars) into one line as well.
+    """
+    if argv is None and guard.wanted():
+        code = guard.supervise()
+        if code is not None:  # the guard, after the command ran in its child
+            sys.exit(code)
+    _bound_native_threads()
     try:
         rv = cli.main(args=argv, prog_name="traceflow", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
@@ -76,8 +96,14 @@ def main(argv=None):
         code = _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         code = _fail("interrupted", 130)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
-        code = _fail(f"{exc.filename}: {exc.strerror}", 2)
+    except MemoryError as exc:
+        detail = str(exc) or "a Python allocation failed"
+        code = _fail(f"{guard.command_name(argv or sys.argv[1:])}: {out_of_memory(detail)}", 2)
+    except OSError as exc:
+        if not (exc.filename or exc.errno in WRITE_ERRNOS):
+            raise  # not about a file: a bug
+        where = f"{exc.filename}: " if exc.filename else ""
+        code = _fail(f"{where}{exc.strerror or exc}", 2)
     sys.exit(code)
 
 

@@ -1,9 +1,13 @@
 """User-facing errors.
 
 A :class:`TraceflowError` is a problem with the user's input or request (bad file, bad option,
-bad scenario key). The CLI prints it as one line on stderr and exits with code 2, without a
-traceback. Anything else that escapes is a bug.
+bad scenario key) or with the place an output goes (full disk, read-only file system, a file
+where a directory should be). The CLI prints it as one line on stderr and exits with code 2,
+without a traceback. Anything else that escapes is a bug.
 """
+import errno
+import os
+import re
 
 
 class TraceflowError(Exception):
@@ -15,6 +19,7 @@ class TraceflowError(Exception):
         self.path = None if path is None else str(path)
         self.offset = offset
         self.record = record
+        self.reason = message
         where = []
         if record is not None:
             where.append(f"record {record}")
@@ -31,3 +36,86 @@ class InputFormatError(TraceflowError):
 
 class ScenarioError(TraceflowError):
     """An invalid scenario key or value."""
+
+
+class OutputError(TraceflowError):
+    """An output cannot be written; ``path`` is the output as the user named it."""
+
+
+#: errno values that only a write raises: whichever file a library names, the output is at fault
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+# Arrow says "[errno 28]", Rust (Polars) "(os error 28)": their exceptions carry no errno attribute.
+_ERRNO_TEXT = re.compile(r"(?:\berrno|\bos error) (\d+)", re.IGNORECASE)
+
+
+def os_errno(exc):
+    """The errno behind ``exc`` (an OSError, or an Arrow/Polars error quoting one), or None."""
+    code = getattr(exc, "errno", None)
+    if isinstance(code, int) and code > 0:
+        return code
+    m = _ERRNO_TEXT.search(str(exc))
+    return int(m.group(1)) if m else None
+
+
+def output_error(exc, path, temp=None):
+    """An :class:`OutputError` naming ``path`` when ``exc`` is a failure to write it, else None.
+
+    ``exc`` concerns the output when its errno is a write-only one (:data:`WRITE_ERRNOS`) or when
+    it names ``temp`` (the hidden file or directory actually being written), which the message
+    never shows. A missing or unreadable *input* keeps its own error.
+    """
+    if isinstance(exc, OutputError):
+        return OutputError(exc.reason, path=path)
+    code = os_errno(exc)
+    if code is None:
+        return None
+    named = [str(n) for n in (getattr(exc, "filename", None), getattr(exc, "filename2", None))
+             if n is not None]
+    mentions_temp = temp is not None and (str(temp) in str(exc) or any(
+        n == str(temp) or n.startswith(f"{temp}{os.sep}") for n in named))
+    if code not in WRITE_ERRNOS and not mentions_temp:
+        return None
+    return OutputError(f"cannot write: {_reason(code)}", path=path)
+
+
+def creation_error(exc, path):
+    """An :class:`OutputError` for ``exc`` raised while creating ``path``'s directory or temp."""
+    code = os_errno(exc)
+    name = getattr(exc, "filename", None)
+    if code in (errno.EEXIST, errno.ENOTDIR) and name is not None:
+        return OutputError(f"cannot create: {name} is not a directory", path=path)
+    if code is None:
+        return OutputError(f"cannot create: {exc}", path=path)
+    return OutputError(f"cannot create: {_reason(code)}", path=path)
+
+
+def _reason(code):
+    text = os.strerror(code)
+    if code == errno.EFBIG:
+        text += " (file-size limit)"
+    return text[:1].lower() + text[1:]
+
+
+def memory_limit():
+    """The address-space limit (RLIMIT_AS) of this process in bytes, or None when unlimited."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def out_of_memory(detail):
+    """The one-line message for an allocation that failed: ``detail`` and the memory limit."""
+    limit = memory_limit()
+    where = "" if limit is None else f"; address-space limit (ulimit -v) {limit / 2**20:.0f} MiB"
+    return f"out of memory ({detail}{where})"
+
+
+def human_bytes(n):
+    """``n`` bytes as text: ``512 B``, ``3.0 MiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
