@@ -20,14 +20,19 @@ import select
 import signal
 import sys
 
-from traceflow.errors import human_bytes, out_of_memory
+from traceflow.errors import OUT_OF_MEMORY, human_bytes, out_of_memory
 
 #: signals passed on to the child (a terminal's Ctrl-C reaches it directly: not passed twice)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SI_KERNEL = 0x80  # si_code of signals the tty driver sends to the whole foreground group
 _MARK = b"\x00traceflow-error\x00"  # starts the child's one error line on the pipe
 _ALLOC = re.compile(rb"memory allocation of (\d+) bytes failed")
-_PANIC = re.compile(rb"memory allocation of \d+ bytes failed|panicked at|fatal runtime error")
+# (anywhere in a line: threads dying at once interleave their writes)
+_PANIC = re.compile(rb"memory allocation of|panicked at|fatal runtime error|<jemalloc>"
+                    rb"|OpenBLAS error")
+# native lines that say memory ran out (jemalloc cannot start a thread under ulimit -v: EAGAIN)
+_NO_MEMORY = re.compile(rb"memory allocation (?:of|still failed)|<jemalloc>.*(?:failed|out of memory)"
+                        rb"|Cannot allocate memory", re.IGNORECASE)
 _pipe = None  # in the child: the descriptor of the pipe to the guard
 
 
@@ -84,8 +89,10 @@ class _Guard:
         self.pipe = pipe
         self.partial = b""
         self.held = []
+        self.blanks = 0  # empty lines not relayed yet
         self.holding = False
         self.alloc = None  # largest failed native allocation (bytes)
+        self.starved = False  # a native library said memory ran out
         self.error = None  # the child's error line
 
     def run(self):
@@ -138,25 +145,25 @@ class _Guard:
             return
         if m := _ALLOC.search(line):
             self.alloc = max(self.alloc or 0, int(m.group(1)))
+        self.starved = self.starved or bool(_NO_MEMORY.search(line))
         self.holding = self.holding or bool(_PANIC.search(line))
         if self.holding:
             self.held.append(line)
-        else:
-            _write(line + b"\n")
+        elif line:
+            _write(b"\n" * self.blanks + line + b"\n")
+            self.blanks = 0
+        else:  # Rust starts a panic message with an empty line: wait for what follows
+            self.blanks += 1
 
     def _finish(self, status):
         if self.partial:
             self._line(self.partial)
         code = os.waitstatus_to_exitcode(status)
-        if self.alloc is not None and code != 0:
-            detail = f"a native allocation of {human_bytes(self.alloc)} failed"
-            what = command_name(sys.argv[1:])
-            message = f"{what}: {out_of_memory(detail)}"
-            if self.error:  # a worker's allocation failed; the coordinator said what it lost
-                message = f"{self.error}: {out_of_memory(detail)}"
-            _write(f"traceflow: error: {message}\n".encode())
+        if code != 0 and (self.starved or self._child_starved()):
+            # the held native lines (panics, allocation failures) are this one line's detail
+            _write(f"traceflow: error: {self._starved_message()}\n".encode())
             return 2
-        for line in self.held:
+        for line in [b""] * self.blanks + self.held:
             _write(line + b"\n")
         if self.error:
             _write(f"traceflow: error: {self.error}\n".encode())
@@ -168,6 +175,18 @@ class _Guard:
             os.kill(os.getpid(), sig)
             return 128 + sig
         return code
+
+    def _child_starved(self):
+        return self.error is not None and OUT_OF_MEMORY in self.error
+
+    def _starved_message(self):
+        if self._child_starved():  # the child said so itself
+            return self.error
+        detail = ("a native library could not allocate" if self.alloc is None else
+                  f"a native allocation of {human_bytes(self.alloc)} failed")
+        if self.error:  # e.g. a worker's allocation failed; the coordinator said what it lost
+            return f"{self.error}: {out_of_memory(detail)}"
+        return f"{command_name(sys.argv[1:])}: {out_of_memory(detail)}"
 
 
 def _pidfd(pid):

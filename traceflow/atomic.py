@@ -8,6 +8,7 @@ owned: a process killed outright (SIGKILL, power loss) cannot remove its own, an
 the same output removes every temporary of it whose process is gone (:func:`remove_stale`).
 """
 import contextlib
+import errno
 import glob
 import os
 import re
@@ -15,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from traceflow.errors import creation_error, output_error
+from traceflow.errors import creation_error, os_errno, output_error
 
 _OWNER = re.compile(r"\.tmp-(\d+)-[^/]*$")
 
@@ -46,8 +47,10 @@ def atomic_path(path, shown=None):
             tmp.chmod(0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException as exc:
+        error = _as_output_error(exc, shown, tmp)  # before the cleanup frees the space
         tmp.unlink(missing_ok=True)
-        _reraise(exc, shown, tmp)
+        if error is not None:
+            raise error from None
         raise
 
 
@@ -67,8 +70,10 @@ def atomic_dir(path, shown=None):
             shutil.rmtree(path)
         os.replace(tmp, path)
     except BaseException as exc:
+        error = _as_output_error(exc, shown, tmp)
         shutil.rmtree(tmp, ignore_errors=True)
-        _reraise(exc, shown, tmp)
+        if error is not None:
+            raise error from None
         raise
 
 
@@ -80,11 +85,40 @@ def _prepare(path, shown):
     remove_stale(path)
 
 
-def _reraise(exc, shown, tmp):
-    """Raise ``exc`` as an OutputError naming ``shown`` when it is about writing ``tmp``."""
+def _as_output_error(exc, shown, tmp):
+    """``exc`` as an OutputError naming ``shown`` when it is about writing ``tmp``, else None."""
     error = output_error(exc, shown, tmp)
-    if error is not None:
-        raise error from None
+    if error is None and isinstance(exc, Exception) and os_errno(exc) is None:
+        # Some writers lose the errno (Polars: "Invalid thrift: transport error" on a full disk):
+        # ask the file system and the file-size limit what stopped the write.
+        code = _write_blocker(tmp)
+        error = None if code is None else output_error(OSError(code, os.strerror(code)), shown)
+    return error
+
+
+def _write_blocker(tmp):
+    """ENOSPC when the file system of ``tmp`` is full, EFBIG when a file under ``tmp`` reached the
+    file-size limit (RLIMIT_FSIZE); else None."""
+    try:
+        fs = os.statvfs(tmp.parent)
+        if (fs.f_bfree if os.geteuid() == 0 else fs.f_bavail) == 0:
+            return errno.ENOSPC
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (OSError, ImportError, AttributeError):
+        return None
+    if limit != resource.RLIM_INFINITY and any(
+            p.stat().st_size >= limit for p in _files(tmp)):
+        return errno.EFBIG
+    return None
+
+
+def _files(tmp):
+    """``tmp`` itself, or the files in the directory ``tmp`` (what is left of them)."""
+    if tmp.is_dir():
+        return [p for p in tmp.rglob("*") if p.is_file()]
+    return [tmp] if tmp.exists() else []
 
 
 def remove_stale(path):

@@ -106,11 +106,38 @@ def memory_limit():
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+# Under an address-space limit, running out shows up as more than MemoryError: a shared library
+# whose segments cannot be mapped, a Rust (Polars) thread that cannot start (EAGAIN) or allocate.
+_NO_MEMORY_TEXT = re.compile(r"failed to map segment|cannot allocate memory|memory allocation of"
+                             r"|Os \{ code: 12\b|os error 12\b|Polars binary is missing", re.IGNORECASE)
+# EAGAIN starting a thread: memory for its stack, under an address-space limit
+_NO_THREAD = re.compile(r"Os \{ code: 11\b|os error 11\b")
+
+
+def exhaustion(exc):
+    """What ran out, when ``exc`` means the process ran out of memory; else None."""
+    if isinstance(exc, MemoryError):
+        return str(exc) or "a Python allocation failed"
+    text = str(exc)
+    if not (_NO_MEMORY_TEXT.search(text) or memory_limit() is not None and _NO_THREAD.search(text)):
+        return None
+    if isinstance(exc, ImportError):
+        return f"could not load {text.split(':')[0]}"
+    if _NO_THREAD.search(text) and not _NO_MEMORY_TEXT.search(text):
+        return "a native library could not start a thread"
+    if type(exc).__name__ == "PanicException" or isinstance(exc, (UserWarning, OSError)):
+        return f"a native library failed: {text.splitlines()[0][:120]}"
+    return None
+
+
+OUT_OF_MEMORY = "out of memory ("
+
+
 def out_of_memory(detail):
     """The one-line message for an allocation that failed: ``detail`` and the memory limit."""
     limit = memory_limit()
     where = "" if limit is None else f"; address-space limit (ulimit -v) {limit / 2**20:.0f} MiB"
-    return f"out of memory ({detail}{where})"
+    return f"{OUT_OF_MEMORY}{detail}{where})"
 
 
 def human_bytes(n):
