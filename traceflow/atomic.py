@@ -150,8 +150,8 @@ def _remove_dead(temps):
 def _alive(pid, tmp):
     """Whether the process that created ``tmp`` may still be writing it.
 
-    A pid alone is not enough: a killed writer's pid is reused. A process that started after the
-    temporary was last modified did not write it (Linux: start time from /proc)."""
+    A pid alone is not enough: a killed writer may linger as a zombie, or its pid be reused. A
+    process that started after the temporary was last modified did not write it."""
     if pid == os.getpid():
         return True
     try:
@@ -160,7 +160,9 @@ def _alive(pid, tmp):
         return False
     except PermissionError:  # someone else's live process
         pass
-    started = _start_time(pid)
+    state, started = _proc_stat(pid)
+    if state == "Z":
+        return False
     try:
         modified = tmp.lstat().st_mtime
     except FileNotFoundError:
@@ -168,16 +170,15 @@ def _alive(pid, tmp):
     return started is None or started <= modified + 1.0
 
 
-def _start_time(pid):
-    """Start time of ``pid`` (epoch seconds) from /proc, or None where that is not available."""
+def _proc_stat(pid):
+    """State letter and start time (epoch seconds) of ``pid`` from /proc (Linux), else Nones."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command name
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         with open("/proc/stat") as f:
             boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
     except (OSError, ValueError, IndexError, StopIteration):
-        return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+        return None, None
+    return fields[0], boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # fields 3 and 22
 
 
 def _umask():

@@ -124,3 +124,11 @@ def running(pid):
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def hold_the_gil(scenario):
+    """A sweep task that never lets another thread of its process run: one regular-expression
+    match of exponential cost (the re module keeps the GIL for the whole match)."""
+    import re
+
+    return {"matched": bool(re.fullmatch(r"(a+)+", "a" * 64 + "!"))}
