@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 SOURCES = {
     "traceflow.pcap._decode": REPO / "traceflow" / "pcap" / "_decode.pyx",
     "traceflow.flows.flowsplit": REPO / "traceflow" / "flows" / "flowsplit.pyx",
+    "traceflow.sim._sim": REPO / "sim" / "_sim.pyx",
 }
 
 
@@ -46,17 +47,15 @@ def build(out_dir, *, cc, cflags, ldflags, modules=tuple(SOURCES)):
 
 def load(out_dir, modules=tuple(SOURCES)):
     """Import the rebuilt ``modules`` from ``out_dir`` under their real names."""
-    import traceflow.pcap  # noqa: F401 - the parent packages, not the extensions
-    import traceflow.flows  # noqa: F401
-
     lib = Path(out_dir) / "lib"
     for name in modules:
-        path = lib.joinpath(*name.split(".")[:-1]) / next(
-            p.name for p in lib.joinpath(*name.split(".")[:-1]).iterdir()
-            if p.name.startswith(name.rsplit(".", 1)[1] + ".") and p.suffix == ".so")
+        parent, _, leaf = name.rpartition(".")
+        package = importlib.import_module(parent)  # its __init__ must not import ``leaf``
+        folder = lib.joinpath(*parent.split("."))
+        path = next(p for p in folder.iterdir() if p.name.startswith(f"{leaf}.")
+                    and p.suffix == ".so")
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-        parent, _, leaf = name.rpartition(".")
-        setattr(sys.modules[parent], leaf, module)
+        setattr(package, leaf, module)
