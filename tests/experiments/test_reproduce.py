@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +14,7 @@ import polars as pl  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
+from conftest import read_page  # noqa: E402
 from traceflow.cli.main import cli  # noqa: E402
 from traceflow.cli.reproduce import experiment_files, load_experiment, load_runner  # noqa: E402
 from traceflow.scale.parallel import map_tasks  # noqa: E402
@@ -56,19 +56,6 @@ def _experiment(tmp_path, runner="test_reproduce:fake_runner"):
     return path
 
 
-class _Images(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.images, self.disagree = [], 0
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "img":
-            self.images.append(attrs["src"])
-        if tag == "tr" and attrs.get("class") == "disagree":
-            self.disagree += 1
-
-
 @pytest.mark.parametrize("quick,agree", [(False, 2), (True, 0)])
 def test_reproduce_writes_summary_and_page(tmp_path, quick, agree):
     out = tmp_path / "out"
@@ -79,8 +66,7 @@ def test_reproduce_writes_summary_and_page(tmp_path, quick, agree):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["title"] == "Squares" and summary["reproduces"] == "Nobody 2026, Fig. 1"
     assert summary["quick"] is quick and summary["figures"] == ["squares.png"]
-    page = _Images()
-    page.feed((out / "index.html").read_text())
+    page = read_page(out / "index.html")
     assert page.images == ["squares.png"]
     assert (out / "squares.png").read_bytes().startswith(PNG_MAGIC)
     assert page.disagree == 2 - agree
@@ -120,7 +106,8 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path):
     proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "reproduce",
                            str(_experiment(tmp_path)), "-o", str(out)],
                           capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              str(p) for p in (Path(__file__).parent, Path(__file__).parents[1]))})
     assert proc.returncode == 2 and "not an earlier reproduce output" in proc.stderr
     assert (out / "thesis.tex").read_text() == "precious"
 

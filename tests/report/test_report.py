@@ -4,14 +4,13 @@ import json
 import subprocess
 import sys
 import tempfile
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import require_tool, shared_path
+from conftest import read_page, require_tool, shared_path
 
 from traceflow.cli.main import cli
 from traceflow.report import figures
@@ -35,27 +34,8 @@ def flows_table(tmp_path_factory):
     return path
 
 
-class _Page(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.images, self.failing_rows = [], 0
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "img":
-            self.images.append(attrs["src"])
-        if tag == "tr" and attrs.get("class") == "disagree":
-            self.failing_rows += 1
-
-
-def _page(out):
-    page = _Page()
-    page.feed((out / "index.html").read_text())
-    return page
-
-
 def _check_images(out):
-    page = _page(out)
+    page = read_page(out / "index.html")
     assert page.images
     for src in page.images:
         data = (out / src).read_bytes()
@@ -120,7 +100,7 @@ def _chromium_loads_all_images(out):
     start = dom.index('<pre id="probe">') + len('<pre id="probe">')
     states = dict(item.split("=") for item in dom[start:dom.index("</pre>", start)].split())
     assert states and set(states.values()) == {"ok"}, states
-    assert set(states) == set(_page(out).images)
+    assert set(states) == set(read_page(out / "index.html").images)
 
 
 def test_report_of_a_simulator_run(tmp_path):
@@ -160,7 +140,7 @@ def test_comparison_section_highlights_failures(tmp_path):
     assert res.exit_code == 0, res.output
     comparison = json.loads(res.output)["comparison"]
     assert comparison["failed"]
-    assert _page(diff).failing_rows == len(comparison["failed"])
+    assert read_page(diff / "index.html").disagree == len(comparison["failed"])
     _check_images(diff)
 
 

@@ -203,12 +203,7 @@ def bars_figure(categories, groups, path, *, xlabel="", ylabel="", title=""):
         ax.bar(x + (i - (len(groups) - 1) / 2) * width, np.nan_to_num(values), width,
                color=color, label=label)
     ax.set_xticks(x, categories, rotation=30, ha="right", fontsize="small")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    return save(fig, path)
+    return _finish(fig, ax, path, xlabel, ylabel, title, axis="y")
 
 
 def curves_figure(curves, path, *, xlabel="", ylabel="", title="", loglog=False, marker="o"):
@@ -220,9 +215,14 @@ def curves_figure(curves, path, *, xlabel="", ylabel="", title="", loglog=False,
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")
+    return _finish(fig, ax, path, xlabel, ylabel, title, which="both")
+
+
+def _finish(fig, ax, path, xlabel, ylabel, title, **grid):
+    """Label, grid and legend one axis, then save the figure."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, alpha=0.3, **grid)
     ax.legend(loc="best", fontsize="small")
     return save(fig, path)
