@@ -159,7 +159,7 @@ def infer_hosts(packets, *, min_flows=5):
     init_rto, init_rto_n = _initial_rto(df)
     spa = _segments_per_ack(df)
     sack, stamps, wscale = _options(df)
-    delays = _app_delays(df, sender_side=vantage == "sender")
+    delays = _app_delays(df, sender_side=where == "sender")
     return Hosts(
         mss=None if mss is None else int(mss),
         segment_size=None if seg is None else int(seg),
