@@ -12,7 +12,7 @@
 # plus SACK-permitted and Timestamps when tcp_header >= 52; their header grows if these do not
 # fit (a SYN of a tcp_header = 52 run has 16 option bytes, 56 IP bytes: real SYNs are longer too).
 # Packets flagged F_XOPT (profile linux) carry their own header: p.size - 20 - payload TCP bytes,
-# with Linux's option layout (SYN: MSS, SACK-permitted, timestamps, window scale 7; others:
+# with Linux's option layout (SYN: MSS, SACK-permitted, timestamps, window scale 10; others:
 # timestamps, SACK blocks), their relative sequence / acknowledgment numbers (tcp_seq, tcp_ack)
 # and timestamp echo (tsecr); with F_CLIREV the receiving end is the client (its port is the
 # ephemeral one).
@@ -116,7 +116,8 @@ cdef class PcapWriter:
         cdef int n = 0, i
         cdef uint32_t isn = conn_isn(p.flow, p.conn, 0)
         if p.flags & F_SYN:
-            o[0] = 2; o[1] = 4; _be16(o + 2, <uint32_t>self.mss)
+            # the MSS Linux advertises is the MTU's (the timestamps option then takes 12 bytes)
+            o[0] = 2; o[1] = 4; _be16(o + 2, <uint32_t>(self.mss + (12 if p.flags & F_TSOPT else 0)))
             n = 4
             if p.flags & F_TSOPT:
                 if p.flags & F_SACKOK:
@@ -136,7 +137,7 @@ cdef class PcapWriter:
             _be32(o + n + 6, <uint32_t>(p.tsecr // 1000000))
             n += 10
         if p.flags & F_SYN:
-            o[n] = 1; o[n + 1] = 3; o[n + 2] = 3; o[n + 3] = 7          # NOP, window scale 7
+            o[n] = 1; o[n + 1] = 3; o[n + 2] = 3; o[n + 3] = 10         # NOP, window scale 10
             n += 4
         elif p.nsack > 0 and n + 4 + 8 * p.nsack <= total:
             o[n] = 1; o[n + 1] = 1; o[n + 2] = 5; o[n + 3] = 2 + 8 * p.nsack

@@ -56,6 +56,7 @@ cdef enum:
 
 cdef class SackRack(RecoveryOps):
     cdef public bint frto_enabled
+    cdef public bint rack                # RACK loss detection (else RFC 6675 dupthresh marking)
     # scoreboard ring, index seg & (cap - 1), valid for snd_una <= seg < snd_max
     cdef uint8_t* sb
     cdef int64_t* xmit
@@ -80,9 +81,10 @@ cdef class SackRack(RecoveryOps):
     cdef int last_n
     cdef int64_t ack_tsecr               # the ACK being processed: its timestamp echo (ns)
 
-    def __init__(self, bint frto=True):
+    def __init__(self, bint frto=True, bint rack=True):
         self.name = "sack_rack"
         self.frto_enabled = frto
+        self.rack = rack
 
     def __dealloc__(self):
         free(self.sb)
@@ -315,7 +317,8 @@ cdef class SackRack(RecoveryOps):
             fl = self._f(seg)[0]
             if fl & SB_SACKED:
                 continue
-            if seg != s.snd_una and self.rack_rtt - (now - self.xmit[seg & (self.cap - 1)]) > 0:
+            if (self.rack and seg != s.snd_una
+                    and self.rack_rtt - (now - self.xmit[seg & (self.cap - 1)]) > 0):
                 continue
             self._mark_lost(seg)
         if (self.ca_state <= CA_DISORDER or self.high_seq <= s.snd_una
@@ -574,6 +577,8 @@ cdef class SackRack(RecoveryOps):
     cdef int _fastretrans_alert(self, TcpSender s, int64_t prior_una, int64_t num_dupack,
                                 int* flag, int64_t now) except -1:
         cdef int rexmit = REXMIT_NONE
+        cdef bint fast_rexmit = False
+        cdef bint do_lost = num_dupack > 0 or (flag[0] & FLAG_DATA_SACKED and self._force_fast_retransmit(s))
         if s.snd_max == s.snd_una:
             self.sacked_out = 0
         if self.ca_state == CA_OPEN:
@@ -588,38 +593,69 @@ cdef class SackRack(RecoveryOps):
                     return REXMIT_NONE
                 self._end_cwnd_reduction(s)
         if self.ca_state == CA_RECOVERY:
-            if flag[0] & FLAG_SND_UNA_ADVANCED and self._try_undo_partial(s):
-                return REXMIT_NONE
+            if flag[0] & FLAG_SND_UNA_ADVANCED:
+                if self._try_undo_partial(s):
+                    return REXMIT_NONE
+                do_lost = self._force_fast_retransmit(s)
             if self._try_undo_dsack(s):
                 self._try_keep_open(s)
             self._identify_loss(s, flag, now)
             if self.ca_state != CA_RECOVERY:
-                if self.lost_out == 0:
+                if not self._time_to_recover():
                     return REXMIT_NONE
                 self._enter_recovery(s, now)
-            return REXMIT_LOST
-        if self.ca_state == CA_LOSS:
-            rexmit = self._process_loss(s, flag[0], num_dupack, now)
+        else:
+            if self.ca_state == CA_LOSS:
+                rexmit = self._process_loss(s, flag[0], num_dupack, now)
+                self._identify_loss(s, flag, now)
+                if not (self.ca_state == CA_OPEN or flag[0] & FLAG_LOST_RETRANS):
+                    return rexmit
+            if self.ca_state <= CA_DISORDER:
+                self._try_undo_dsack(s)
             self._identify_loss(s, flag, now)
-            if not (self.ca_state == CA_OPEN or flag[0] & FLAG_LOST_RETRANS):
+            if not self._time_to_recover():
+                self._try_to_open(s)
                 return rexmit
-        if self.ca_state <= CA_DISORDER:
-            self._try_undo_dsack(s)
-        self._identify_loss(s, flag, now)
-        if self.lost_out == 0:
-            self._try_to_open(s)
-            return rexmit
-        self._enter_recovery(s, now)
-        s.sim.flows[s.flow].fast_retx += 1
-        if s.hook is not None:
-            s.hook.on_loss(s, now)
+            self._enter_recovery(s, now)
+            fast_rexmit = True
+            s.sim.flows[s.flow].fast_retx += 1
+            if s.hook is not None:
+                s.hook.on_loss(s, now)
+        if not self.rack and do_lost:
+            self._update_scoreboard(s, fast_rexmit)
         return REXMIT_LOST
+
+    cdef inline bint _time_to_recover(self) noexcept:
+        """The loss is proven (RACK), or (without RACK) more than ``reordering`` dupACKs."""
+        return self.lost_out > 0 or (not self.rack and self.sacked_out + 1 > self.reordering)
+
+    cdef inline bint _force_fast_retransmit(self, TcpSender s) noexcept:
+        """SACKs reach more than ``reordering`` segments beyond snd_una."""
+        return self.fack > s.snd_una + self.reordering
+
+    cdef void _update_scoreboard(self, TcpSender s, bint fast_rexmit) noexcept:
+        """Without RACK (RFC 6675 IsLost, tcp_mark_head_lost): from the head, every unSACKed
+        segment with at least ``reordering`` SACKed segments above it is lost; on entering
+        recovery the head at least."""
+        cdef int64_t packets = self.sacked_out - self.reordering, cnt = 0, seg
+        cdef uint8_t fl
+        for seg in range(s.snd_una, s.snd_max):
+            fl = self._f(seg)[0]
+            if fl & SB_SACKED:
+                cnt += 1
+            if packets >= 0:
+                if cnt > packets:
+                    break
+            elif not fast_rexmit or seg > s.snd_una:
+                break
+            if not (fl & (SB_LOST | SB_SACKED)):
+                self._mark_lost(seg)
 
     cdef int _identify_loss(self, TcpSender s, int* flag, int64_t now) except -1:
         cdef int64_t prior = self.retrans_out
         if s.snd_max == s.snd_una:
             return 0
-        if self._rack_mark_lost(s, now):
+        if self.rack and self._rack_mark_lost(s, now):
             flag[0] &= ~FLAG_SET_XMIT_TIMER
         if prior > self.retrans_out:
             flag[0] |= FLAG_LOST_RETRANS

@@ -86,6 +86,7 @@ class TcpConfig:
     dsack: bool = _meta(True, doc="with sack: D-SACK blocks for duplicate segments (RFC 2883)")
     timestamps: bool = _meta(False, doc="timestamps option: 12 header bytes, RTT from TSecr")
     frto: bool = _meta(True, doc="sack_rack: F-RTO (RFC 5682) after a timeout, as Linux")
+    rack: bool = _meta(True, doc="sack_rack: RACK loss detection (false: RFC 6675 dupthresh)")
     init_cwnd: float = _meta(1.0, gt=0, doc="segments")
     init_ssthresh: float = _meta(1e9, gt=0, doc="segments")
     rwnd: int = _meta(1_000_000, min=1, doc="receiver window, segments")
@@ -166,4 +167,4 @@ register_cc("vegas", lambda t: _sim().Vegas(t.vegas.alpha, t.vegas.beta, t.vegas
 register_cc("rate", lambda t: _sim().Rate(t.rate.a, t.rate.b), ("ns2",))
 register_cc("cubic", _cubic)
 register_recovery("classic", lambda t: _sim().ClassicRecovery())
-register_recovery("sack_rack", lambda t: _sim().SackRack(t.frto), needs_sack=True)
+register_recovery("sack_rack", lambda t: _sim().SackRack(t.frto, t.rack), needs_sack=True)

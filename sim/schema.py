@@ -263,14 +263,15 @@ def _build_red(p, ctx):
 
 @dataclass
 class DropListParams:
-    drop: list[int] = _meta(factory=list, doc="1-based arrival indices of data packets to drop")
+    drop: list[int] = _meta(factory=list, doc="1-based arrival indices of the packets to drop")
+    count: str = _meta("data", choices=("data", "all"), doc="count data packets, or all")
     limit: int = _meta(0, min=0, doc="buffer in packets (0 = unlimited unless limit_bytes)")
     limit_bytes: int = _meta(0, min=0)
 
 
 def _build_droplist(p, ctx):
     from traceflow.sim._sim import DropList
-    return DropList(p.drop, p.limit, p.limit_bytes)
+    return DropList(p.drop, p.limit, p.limit_bytes, p.count == "all")
 
 
 register_queue("droptail", DropTailParams, _build_droptail)
