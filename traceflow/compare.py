@@ -130,12 +130,13 @@ class Analytics:
 
 # ------------------------------------------------------------------------------------ sides
 
-def data_direction(packets):
-    """Packets sent by the data sender of their TCP connection (plus every non-TCP packet)."""
+def data_direction(packets, conns=None):
+    """Packets sent by the data sender of their TCP connection (plus every non-TCP packet);
+    ``conns``: the packets' :func:`traceflow.flows.hosts.connections`, when already at hand."""
     from traceflow.flows.hosts import connections
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
-    tcp = connections(df)
+    tcp = connections(df) if conns is None else conns
     keep = ["ts", "ip_len", "payload_len"]
     out = tcp.filter(pl.col("sender")).select(keep)
     other = df.filter(pl.col("proto") != 6).select(keep)
@@ -149,6 +150,7 @@ def analytics_from_packets(packets, *, source="", kind="packets", capacity_bps=N
     ``start_ns``/``end_ns`` restrict the span (a run's configured duration, say). Transfers are
     timed from the request to the last data byte (:func:`traceflow.flows.transfers.transfer_times`)."""
     from traceflow.flows import flows as build_flows
+    from traceflow.flows.hosts import connections
     from traceflow.flows.transfers import transfer_times
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
@@ -157,14 +159,15 @@ def analytics_from_packets(packets, *, source="", kind="packets", capacity_bps=N
         df = df.filter((ts >= (start_ns or 0)) & (ts < (end_ns or np.iinfo(np.int64).max)))
     if df.height == 0:
         raise InputFormatError("no packets to analyse", path=source or None)
-    data = data_direction(df)
+    conns = connections(df)
+    data = data_direction(df, conns)
     t = df["ts"].cast(pl.Int64)
     lo = int(start_ns) if start_ns is not None else int(t.min())
     hi = int(end_ns) if end_ns is not None else int(t.max()) + 1
     series = _bin(data["ts"].cast(pl.Int64).to_numpy(), data["ip_len"].cast(pl.Int64).to_numpy(), lo, hi)
     a = analytics_from_flows(build_flows(df), series, duration_s=(hi - lo) / 1e9, source=source,
                              kind=kind, capacity_bps=capacity_bps)
-    tr = transfer_times(df)
+    tr = transfer_times(conns=conns)
     a.sizes, a.fct = tr["size"].cast(pl.Float64).to_numpy(), tr["fct"].to_numpy()
     a.rtt, a.fct_measure = tr["rtt"].drop_nulls().to_numpy(), FCT_REQUEST
     return a

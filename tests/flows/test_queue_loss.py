@@ -9,7 +9,7 @@ import pytest
 from conftest import shared_path
 from traceflow.flows.queue_loss import queue_loss
 
-RUNS = ["devcubic", "rtt3dev", "alpha1.35", pytest.param("dev10m", marks=pytest.mark.slow)]
+RUNS = ["devcubic", "rtt3dev", *(pytest.param(r, marks=pytest.mark.slow) for r in ("alpha1.35", "dev10m"))]
 
 
 def _packets(run, side):

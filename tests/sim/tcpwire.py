@@ -15,13 +15,14 @@ ACCESS_DELAY = 1e-6
 
 
 def one_flow(pcap_dir, *, size, rtt=0.1, rate=100e6, mss=1000, drop=(), drop_rev=(),
-             duration=30.0, limit=1000, tcp=None, sim_extra=None):
-    """Run one transfer of ``size`` bytes; returns (Result, segments of the capture)."""
+             count="data", duration=30.0, limit=1000, tcp=None, sim_extra=None):
+    """Run one transfer of ``size`` bytes; returns (Result, segments of the capture).
+    ``count = "all"``: ``drop`` counts every forward packet (the SYN is the first)."""
     sc = {"simulation": {"duration": duration, "seed": 1, "mss": mss, **(sim_extra or {})},
           "topology": {"kind": "dumbbell", "left": 1, "right": 1,
                        "bottleneck": {"rate": rate, "delay": rtt / 2 - 2 * ACCESS_DELAY,
                                       "queue": {"kind": "droplist", "drop": list(drop),
-                                                "limit": limit},
+                                                "count": count, "limit": limit},
                                       "queue_reverse": {"kind": "droplist", "count": "all",
                                                         "drop": list(drop_rev), "limit": limit}},
                        "access": {"rate": 10e9, "delay": ACCESS_DELAY},

@@ -32,11 +32,14 @@ def _run(tmp_path, rtt, duration, drop=(), rate=200e6, limit=20_000, **cubic):
     return snd, np.array(hook.trace(), dtype=float)
 
 
-def _after_epoch(snd, trace):
-    """(t since the congestion-avoidance epoch began, cwnd) samples of that epoch."""
+def _epoch(tmp_path, rtt, duration):
+    """W_max, RFC 9438's K, and the (t since the congestion-avoidance epoch began, cwnd)
+    samples of that epoch, after one loss in slow start."""
+    snd, trace = _run(tmp_path, rtt=rtt, duration=duration, drop=[200], hystart=False)
+    w_max = snd.cc.last_max_cwnd
     t0 = snd.cc.epoch_start * snd.tick * 1e-9
     keep = trace[:, 0] * 1e-9 > t0
-    return trace[keep, 0] * 1e-9 - t0, trace[keep, 1]
+    return w_max, (w_max * (1 - BETA) / C) ** (1 / 3), trace[keep, 0] * 1e-9 - t0, trace[keep, 1]
 
 
 def test_k_is_rfc9438s(tmp_path):
@@ -57,10 +60,7 @@ def test_window_follows_the_cubic_curve(tmp_path):
     # the curve now and the curve an RTT ahead, give or take the integer window's rounding and
     # the target's update at most once per jiffy (a segment each)
     rtt = 0.1
-    snd, trace = _run(tmp_path, rtt=rtt, duration=12.0, drop=[200], hystart=False)
-    w_max = snd.cc.last_max_cwnd
-    k = (w_max * (1 - BETA) / C) ** (1 / 3)
-    t, cwnd = _after_epoch(snd, trace)
+    w_max, k, t, cwnd = _epoch(tmp_path, rtt, 12.0)
     check = (t > 0.5) & (t < 1.8 * k)
     assert check.sum() > 300
     now = C * (t - k) ** 3 + w_max
@@ -76,10 +76,7 @@ def test_reno_friendly_region_at_short_rtt(tmp_path):
     # 10 ms RTT: RFC 9438 4.3's W_est = W_max beta + 3 (1 - beta) / (1 + beta) t / RTT grows
     # faster than W_cubic(t), so CUBIC follows it
     rtt = 0.01
-    snd, trace = _run(tmp_path, rtt=rtt, duration=3.0, drop=[200], hystart=False)
-    w_max = snd.cc.last_max_cwnd
-    k = (w_max * (1 - BETA) / C) ** (1 / 3)
-    t, cwnd = _after_epoch(snd, trace)
+    w_max, k, t, cwnd = _epoch(tmp_path, rtt, 3.0)
     check = (t > 0.3) & (t < 1.5)
     w_est = w_max * BETA + 3 * (1 - BETA) / (1 + BETA) * t / rtt
     w_cubic = C * (t + rtt - k) ** 3 + w_max

@@ -23,14 +23,15 @@ import polars as pl
 SYN, ACK, FIN, RST = 0x02, 0x10, 0x01, 0x04
 
 
-def transfer_times(packets):
-    """One row per complete TCP transfer of ``packets`` (a packets table, Arrow or Polars):
-    ``conn``, ``client_port``, ``syn_ts`` (the SYN's timestamp), ``t_syn``, ``t_request``, ``t_last``, ``t_fin`` (the data sender's
-    first FIN, null without one) (s from the capture start),
-    ``fct`` (s), ``size`` (bytes), ``rtt`` (s, null without a clean handshake)."""
+def transfer_times(packets=None, *, conns=None):
+    """One row per complete TCP transfer of ``packets`` (a packets table, Arrow or Polars), or
+    of their :func:`traceflow.flows.hosts.connections` ``conns`` when already at hand:
+    ``conn``, ``client_port``, ``syn_ts`` (the SYN's timestamp), ``t_syn``, ``t_request``,
+    ``t_last``, ``t_fin`` (the data sender's first FIN, null without one) (s from the capture
+    start), ``fct`` (s), ``size`` (bytes), ``rtt`` (s, null without a clean handshake)."""
     from traceflow.flows.hosts import connections
 
-    df = connections(packets)
+    df = connections(packets) if conns is None else conns
     if df.height == 0:
         return pl.DataFrame(schema={"conn": pl.Int64, "client_port": pl.UInt16,
                                     "syn_ts": pl.Datetime("ns"), "t_syn": pl.Float64,

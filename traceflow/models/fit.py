@@ -200,9 +200,10 @@ def path_rtt(flows):
     fl = flows.with_row_index("_row").with_columns(
         _t=pl.col("start").cast(pl.Int64), _hs=hs,
         _free=(loaded - loaded.min().over(pair) <= jitter.fill_null(0)) & hs.is_not_null())
+    # stable sorts: equally near unqueued handshakes resolve the same way on every run
     free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
-            .sort("_t"))
-    near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t")
+            .sort("_t", maintain_order=True))
+    near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t", maintain_order=True)
             .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
             .select("_row", "_near"))
     return (fl.join(near, on="_row", how="left")
