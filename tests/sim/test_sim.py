@@ -119,7 +119,8 @@ def test_dumbbell_saturates_bottleneck_and_writes_run_dir(tmp_path):
     out = res.write(tmp_path / "run")
     names = sorted(p.name for p in out.iterdir())
     assert names == ["flows.parquet", "g1-g2.pcap", "links.parquet", "queue.parquet",
-                     "scenario.json", "series.parquet", "summary.json", "transfers.parquet"]
+                     "scenario.json", "series.parquet", "summary.json", "timing.json",
+                     "transfers.parquet"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["packets_forwarded"] == s["packets_forwarded"]
     series = pq.read_table(out / "series.parquet")
