@@ -37,7 +37,9 @@ _pipe = None  # in the child: the descriptor of the pipe to the guard
 
 
 def wanted():
-    return hasattr(os, "fork") and os.environ.get("TRACEFLOW_GUARD", "1") != "0"
+    """Whether to run the command under the guard (POSIX with sigtimedwait: not macOS, Windows)."""
+    return (hasattr(os, "fork") and hasattr(signal, "sigtimedwait")
+            and os.environ.get("TRACEFLOW_GUARD", "1") != "0")
 
 
 def supervise():

@@ -2,7 +2,8 @@
 
 Subcommands live one per module in this package (``traceflow.cli.<name>``, attribute ``command``)
 and are imported only when invoked, so ``traceflow --help`` does not pay for Polars or the simulator.
-User errors print one line on stderr and exit 2; no traceback.
+User errors, outputs that cannot be written and running out of memory print one line on stderr
+and exit 2; no traceback.
 """
 import importlib
 import os
@@ -13,7 +14,6 @@ import click
 
 from traceflow import __version__
 from traceflow.cli import guard
-from traceflow.cli.guard import report_error
 from traceflow.errors import (WRITE_ERRNOS, TraceflowError, exhaustion, memory_limit,
                               out_of_memory)
 
@@ -62,7 +62,7 @@ def cli():
 
 
 def _fail(message, code):
-    report_error(message)
+    guard.report_error(message)
     return code
 
 

@@ -42,9 +42,31 @@ def full_disk(tmp_path):
     umount(disk)
 
 
-@pytest.mark.parametrize("name", sorted(WRITERS))
-def test_full_disk_is_one_line_and_leaves_nothing(name, capture, full_disk, tmp_path):
-    args, typed = WRITERS[name](capture, "full")
+slow = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A model fitted to the bundled sample capture (real flows: replay has sizes to sample)."""
+    from traceflow.datasets.registry import get
+
+    path = tmp_path_factory.mktemp("model") / "model.json"
+    capture = get("sample-sim-dumbbell").file_path("sim_dumbbell_a135.pcap.gz")
+    assert traceflow("fit", capture, "-o", path).returncode == 0
+    return path
+
+
+@pytest.mark.parametrize("name", [*sorted(WRITERS), pytest.param("report", marks=slow),
+                                  pytest.param("replay", marks=slow)])
+def test_full_disk_is_one_line_and_leaves_nothing(name, capture, full_disk, tmp_path, request):
+    if name == "report":
+        args, typed = ["report", capture, "-o", "full/report"], "full/report"
+    elif name == "replay":
+        args = ["replay", request.getfixturevalue("model"), "--set", "simulation.duration=2",
+                "-o", "full/run"]
+        typed = "full/run"
+    else:
+        args, typed = WRITERS[name](capture, "full")
     proc = traceflow(*args, cwd=tmp_path)
     line = one_error_line(proc, typed)
     assert line.endswith("cannot write: no space left on device"), line
@@ -54,7 +76,7 @@ def test_full_disk_is_one_line_and_leaves_nothing(name, capture, full_disk, tmp_
         assert leftovers(full_disk) == []
 
 
-@pytest.mark.parametrize("name", ["ingest", "flows", "fit"])
+@pytest.mark.parametrize("name", ["ingest", "flows", pytest.param("fit", marks=slow)])
 def test_file_size_limit_is_one_line(name, capture, tmp_path):
     args, typed = WRITERS[name](capture, "out")
     (tmp_path / "out").mkdir()
@@ -63,7 +85,8 @@ def test_file_size_limit_is_one_line(name, capture, tmp_path):
     assert leftovers(tmp_path / "out") == []
 
 
-@pytest.mark.parametrize("name", ["ingest", "ingest-dataset", "simulate"])
+@pytest.mark.parametrize("name", ["ingest", "simulate",
+                                  pytest.param("ingest-dataset", marks=slow)])
 def test_read_only_file_system(name, capture, tmp_path):
     ro = mount_tmpfs(tmp_path / "ro", "size=64k,ro")
     try:
@@ -74,7 +97,8 @@ def test_read_only_file_system(name, capture, tmp_path):
         umount(ro)
 
 
-@pytest.mark.parametrize("name", ["ingest", "ingest-dataset", "fit", "simulate"])
+@pytest.mark.parametrize("name", ["ingest", "ingest-dataset", "fit",
+                                  pytest.param("simulate", marks=slow)])
 def test_a_file_where_a_directory_should_be(name, capture, tmp_path):
     (tmp_path / "afile").write_text("not a directory\n")
     args, typed = WRITERS[name](capture, "afile")
@@ -84,7 +108,8 @@ def test_a_file_where_a_directory_should_be(name, capture, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["flows", "fit"])
-@pytest.mark.parametrize("limit_mib", [400, 500, 700, 800])
+@pytest.mark.parametrize("limit_mib", [pytest.param(400, marks=slow), 500,
+                                       pytest.param(700, marks=slow), 800])
 def test_memory_limit_is_one_line_naming_what_ran_out(name, limit_mib, capture, tmp_path):
     """Each limit fails in another place (measured): 400 MiB loading Polars' binary, 500 MiB
     loading OpenBLAS or jemalloc starting threads, 700 MiB loading Arrow or a Polars thread
