@@ -212,8 +212,9 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
     frames are dropped and counted). ``spin_ns``: how long before a due time to stop sleeping.
 
     Returns a dict of counters: relayed, ignored (other addresses), oversize, send_errors,
-    peak_queue (most frames held at once), and lateness_hist: counts of (send time − due time)
-    in 10 µs bins from 0, the last bin open-ended.
+    peak_queue (most frames held at once), lateness_hist: counts of (send time − due time) and
+    rx_delay_hist: counts of (time this loop read the frame − kernel receive time), both in
+    10 µs bins from 0, the last bin open-ended.
     """
     if len(mac_header) != 12 or len(peer_ip) != 4 or not delays:
         raise ValueError("mac_header must be 12 bytes, peer_ip 4 bytes, delays non-empty")
@@ -224,6 +225,7 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
     cdef Fifo *queues = <Fifo *>malloc(n_q * sizeof(Fifo))
     cdef uint8_t *keys = <uint8_t *>malloc(n_q * 4)
     cdef long *hist = <long *>malloc(HIST_BINS * sizeof(long))
+    cdef long *rx_hist = <long *>malloc(HIST_BINS * sizeof(long))
     cdef uint8_t *buf = <uint8_t *>malloc(slot + 64)
     cdef uint8_t header[12]
     cdef uint8_t peer[4]
@@ -239,10 +241,10 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
     cdef long i, k, late
     cdef int q, nfds, found, stop = 0
     cdef ssize_t got
-    cdef int64_t now, nxt, offset, stamp_ns
+    cdef int64_t now, nxt, offset, stamp_ns, read_at
     cdef Fifo *f
     cdef char sink[64]
-    if queues == NULL or keys == NULL or hist == NULL or buf == NULL:
+    if queues == NULL or keys == NULL or hist == NULL or rx_hist == NULL or buf == NULL:
         raise MemoryError()
     for q in range(n_q):
         address, delay = delays[q]
@@ -257,7 +259,7 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
     memcpy(header, <const char *>mac_header, 12)
     memcpy(peer, <const char *>peer_ip, 4)
     for i in range(HIST_BINS):
-        hist[i] = 0
+        hist[i] = rx_hist[i] = 0
     dst.sll_family = AF_PACKET
     dst.sll_protocol = htons(ETH_P_IP)
     dst.sll_ifindex = out_index
@@ -305,7 +307,8 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
             if not fds[0].revents:
                 continue
             # 4. read what arrived, stamp each frame with its due time
-            offset = _now(CLOCK_REALTIME) - _now(CLOCK_MONOTONIC)
+            read_at = _now(CLOCK_MONOTONIC)
+            offset = _now(CLOCK_REALTIME) - read_at
             for k in range(BATCH):
                 iov.iov_base = buf
                 iov.iov_len = slot + 64
@@ -340,6 +343,10 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
                         stamp = <timespec *>CMSG_DATA(cm)
                         stamp_ns = <int64_t>stamp.tv_sec * 1000000000 + stamp.tv_nsec - offset
                     cm = CMSG_NXTHDR(&msg, cm)
+                if stamp_ns >= 0:
+                    # clamp: the two clock reads of the offset can put a fresh frame a little < 0
+                    late = max(0, (read_at - stamp_ns) // HIST_BIN_NS)
+                    rx_hist[late if late < HIST_BINS else HIST_BINS - 1] += 1
                 f = &queues[found]
                 if f.count == f.capacity and _grow(f, slot) != 0:
                     send_errors += 1
@@ -361,8 +368,10 @@ def run(str in_dev, str out_dev, bytes mac_header, int key_offset, int peer_offs
     free(keys)
     free(buf)
     out = dict(relayed=relayed, ignored=ignored, oversize=oversize, send_errors=send_errors,
-               peak_queue=peak, lateness_hist=[hist[i] for i in range(HIST_BINS)])
+               peak_queue=peak, lateness_hist=[hist[i] for i in range(HIST_BINS)],
+               rx_delay_hist=[rx_hist[i] for i in range(HIST_BINS)])
     free(hist)
+    free(rx_hist)
     close(rx_fd)
     close(tx_fd)
     return out

@@ -18,10 +18,12 @@ class Capture:
     def __init__(self, topology, dev, path, snaplen):
         self.dev = dev
         # -Z root: tcpdump would otherwise drop to its own user before opening the output file,
-        # which then could not be created in the private temporary run directory
+        # which then could not be created in the private temporary run directory.
+        # --immediate-mode: without it packets wait in the kernel ring up to a second for their
+        # block to fill, and the last second of a run would be lost when tcpdump is stopped.
         self.proc = topology.spawn(
             "rtr", ["tcpdump", "-i", dev, "-n", "-s", str(snaplen), "-B", "65536", "-Z", "root",
-                    "--time-stamp-precision=nano", "-w", str(path), "tcp"],
+                    "--immediate-mode", "--time-stamp-precision=nano", "-w", str(path), "tcp"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def wait_ready(self):

@@ -1,4 +1,5 @@
 """The run directory's tables: ``transfers.parquet`` (ground truth) and ``params.json``."""
+import os
 import platform
 
 import polars as pl
@@ -21,6 +22,15 @@ def transfers(csv_path, params):
         rtt_class=rtt_class,
         rtt=rtt_class.replace_strict(list(range(n)), list(params.rtt), return_dtype=pl.Float64),
     ).sort("start", "client")
+
+
+def host_steal_seconds():
+    """CPU time (s, all CPUs) the hypervisor has taken from this machine since boot (/proc/stat
+    "steal"): while a virtual CPU is stolen even a real-time relay cannot send, so a run records
+    how much was stolen during it."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
 def params_document(params, **measured):

@@ -37,8 +37,8 @@ def spec(direction, macs, rtts, server, clients, mtu):
 
 
 def lateness_quantiles(hist, qs=(0.5, 0.99, 0.999, 1.0)):
-    """Upper bin edges (s) below which the fractions ``qs`` of frames were sent after their due
-    time, from the relay's 10 µs histogram (the last bin is open: its edge is reported)."""
+    """Quantiles ``qs`` (s, as upper bin edges) of one of the relay's 10 µs delay histograms
+    (the last bin is open: its lower edge + 10 µs is reported)."""
     total = sum(hist)
     out, acc, i = {}, 0, 0
     for q in qs:
@@ -60,8 +60,9 @@ def main(argv=None):
     sys.stdout.flush()
     stats = _relay.run(s["in_dev"], s["out_dev"], mac, s["key_offset"], s["peer_offset"],
                        socket.inet_aton(s["peer"]), delays, s["mtu"], SPIN_NS, sys.stdin.fileno())
-    hist = stats.pop("lateness_hist")
-    stats.update(direction=s["direction"], sched=sched, lateness_s=lateness_quantiles(hist))
+    stats.update(direction=s["direction"], sched=sched,
+                 lateness_s=lateness_quantiles(stats.pop("lateness_hist")),
+                 rx_delay_s=lateness_quantiles(stats.pop("rx_delay_hist")))
     sys.stdout.write(json.dumps(stats) + "\n")
 
 

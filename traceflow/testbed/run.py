@@ -16,12 +16,12 @@ from traceflow.errors import TraceflowError
 from traceflow.testbed import relay
 from traceflow.testbed.capture import Capture
 from traceflow.testbed.netns import Topology, check_environment, read_line
-from traceflow.testbed.outputs import params_document, transfers
+from traceflow.testbed.outputs import host_steal_seconds, params_document, transfers
 from traceflow.testbed.params import SERVER_ADDRESS, SERVER_PORT, client_address
 
 POLL_S = 0.25                    # how often the progress callback is called
 START_TIMEOUT_S = 20             # a relay or the server not ready by then has failed
-SETTLE_S = 0.5                   # after the clients: the last FIN/ACKs cross the relay ...
+SETTLE_S = 1.0                   # after the clients: the last FIN/ACKs cross the relay ...
 
 
 class Interrupted(TraceflowError):
@@ -136,7 +136,7 @@ def _run(params, topology, stack, tmp, progress):
     workload = dict(out=str(log), seed=params.seed, clients=params.clients, alpha=params.alpha,
                     k=params.k, max_size=params.max_size, idle=params.idle,
                     duration=params.duration, drain=params.drain, classes=len(params.rtt))
-    started = time.time()
+    started, steal = time.time(), host_steal_seconds()
     client = _Child(topology, "cli", "client", [json.dumps(workload)], signal.SIGTERM)
     stack.callback(client.stop)
     while client.proc.poll() is None:
@@ -144,11 +144,11 @@ def _run(params, topology, stack, tmp, progress):
         if progress is not None:
             progress(min(time.time() - started, params.duration), params.duration)
         time.sleep(POLL_S)
-    wall = time.time() - started
+    wall, steal = time.time() - started, host_steal_seconds() - steal
     client.stop()
     if client.proc.returncode != 0:
         raise TraceflowError(f"testbed: the client workload failed: {client.last_error()}")
-    # ... wait one largest RTT so the last FIN/ACKs have crossed the relay and the queue
+    # ... plus one largest RTT: the client's last FIN, the server's ACK of it and tcpdump's read
     time.sleep(SETTLE_S + max(params.rtt))
     qdisc = topology.qdisc_stats()
     server.stop()
@@ -158,7 +158,8 @@ def _run(params, topology, stack, tmp, progress):
     log.unlink()
     table.write_parquet(tmp / "transfers.parquet")
     document = params_document(
-        params, started_at=started, wall_seconds=wall, qdisc=qdisc, captures=capture_counts,
+        params, started_at=started, wall_seconds=wall, steal_seconds=steal, qdisc=qdisc,
+        captures=capture_counts,
         relay=relay_counts, transfers={"started": table.height,
                                        "completed": int(table["ok"].sum())})
     (tmp / "params.json").write_text(document)
