@@ -8,7 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from traceflow.errors import TraceflowError
-from traceflow.series import parse_duration
+from traceflow.stats.series import parse_duration
 
 _RATE_UNITS = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3, "m": 1e6,
                "mbit": 1e6, "mbps": 1e6, "g": 1e9, "gbit": 1e9, "gbps": 1e9}
