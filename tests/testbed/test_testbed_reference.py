@@ -38,7 +38,7 @@ def test_reference_run_rtt_classes(name, side):
     # shoulder up to the buffer's delay (64 ms Reno/1.5 Mbit/s, 40 ms CUBIC/10 Mbit/s); the
     # BIC-chosen mixture models the shoulders as classes of their own (6 classes on both runs).
     # Required: every configured class is among them, its median within 10 % of the truth.
-    expected, medians = rtt_classes_vs_truth(delayed_testbed_run(name), side)
+    expected, medians, _ = rtt_classes_vs_truth(delayed_testbed_run(name), side)
     print(name, side, [f"{m * 1e3:.2f}" for m in medians], [f"{e * 1e3:.2f}" for _, e in expected])
     assert 3 <= len(medians) <= 6
     for configured, truth in expected:

@@ -64,9 +64,10 @@ def flows_of_transfers(run, side):
 
 
 def rtt_classes_vs_truth(run, side, column="rtt_handshake"):
-    """(expected, found): for each configured RTT class in order, (configured RTT, configured +
-    median queueing of the class's SYN/ACKs) in s; and the class medians (s, ascending) that
-    `traceflow rtt --classes auto` learns from the ``side`` capture."""
+    """(expected, medians, counts): for each configured RTT class in order, (configured RTT,
+    configured + median queueing of the class's SYN/ACKs) in s; and the medians (s, ascending)
+    and flow counts of the classes `traceflow rtt --classes auto` learns from the ``side``
+    capture."""
     run = Path(run)
     params = json.loads((run / "params.json").read_text())
     found = cli_json("rtt", str(run / f"{side}.pcap"), "--classes", "auto",
@@ -75,4 +76,4 @@ def rtt_classes_vs_truth(run, side, column="rtt_handshake"):
     # a handshake RTT crosses the bottleneck queue once: with the SYN/ACK
     queueing = (transit.filter((pl.col("direction") == "down") & (pl.col("tcp_flags") == SYN_ACK))
                 .group_by("rtt").agg(pl.col("queueing").median()).sort("rtt"))
-    return [(r, r + q) for r, q in queueing.iter_rows()], found["medians"]
+    return [(r, r + q) for r, q in queueing.iter_rows()], found["medians"], found["counts"]

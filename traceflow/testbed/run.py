@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from traceflow.atomic import atomic_dir
@@ -56,10 +57,13 @@ class _Child:
     def __init__(self, topology, role, module, args, how):
         self.name, self.how = module, how
         self.out = self.err = self.result = None
+        # stderr to a file, not a pipe: a pipe nobody reads during a long run could fill and
+        # block the child
+        self.errfile = tempfile.TemporaryFile(mode="w+")
         self.proc = topology.spawn(
             role, [sys.executable, "-m", f"traceflow.testbed.{module}", *args],
             stdin=subprocess.PIPE if how == "stdin" else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=self.errfile, text=True)
 
     def wait_ready(self):
         if read_line(self.proc.stdout, START_TIMEOUT_S).strip() != "ready":
@@ -79,10 +83,13 @@ class _Child:
             self.proc.send_signal(self.how)
         try:
             # communicate() closes stdin: that is what stops a relay
-            self.out, self.err = self.proc.communicate(timeout=10)
+            self.out, _ = self.proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.out, self.err = self.proc.communicate()
+            self.out, _ = self.proc.communicate()
+        self.errfile.seek(0)
+        self.err = self.errfile.read()
+        self.errfile.close()
         lines = self.out.strip().splitlines()
         self.result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
         return self.result
