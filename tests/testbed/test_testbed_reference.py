@@ -13,10 +13,10 @@ import sys
 import polars as pl
 import pytest
 from conftest import DELAYED_RUNS, delayed_testbed_run
-from test_testbed_relay import assert_within_tolerance
-from testbed_checks import SIDES, flows_of_transfers, require_testbed, rtt_classes_vs_truth
+from testbed_checks import (SIDES, assert_within_tolerance, flows_of_transfers, require_testbed,
+                            rtt_classes_vs_truth, run_alone)
 
-from traceflow.testbed import Params, run_testbed
+from traceflow.testbed import Params
 from traceflow.testbed.transit import router_transit
 
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ def test_relay_accuracy_with_both_cores_busy(tmp_path):
     burn = "import time\nt = time.time() + 40\nwhile time.time() < t: pass"
     burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
     try:
-        run_testbed(Params(clients=6, mean=200, idle=0.3, rate=10_000_000, buffer=50_000,
+        run_alone(Params(clients=6, mean=200, idle=0.3, rate=10_000_000, buffer=50_000,
                            rtt=(0.010, 0.060, 0.180), duration=10.0, drain=5.0, seed=5),
                     tmp_path / "run")
     finally:

@@ -4,7 +4,9 @@ The oracle is the run itself: the client's log of what it asked for and got (tra
 the configured RTTs, and the kernel's capture timestamps on both sides of the router (the queueing
 each packet met, measured by :func:`traceflow.testbed.transit.router_transit`).
 """
+import fcntl
 import json
+import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +21,25 @@ from traceflow.testbed.transit import router_transit
 
 SIDES = ("server_side", "client_side")
 SYN_ACK = 0x12
+TOLERANCE_S = 0.5e-3                # issue 16: the relay exact to 0.5 ms
+
+
+def assert_within_tolerance(error):
+    """``error``: absolute errors (s). Median ≤ tolerance/2; beyond it at most 1 % of the
+    samples, or 2 (see test_testbed_relay.py for why any)."""
+    late = int((error >= TOLERANCE_S).sum())
+    assert error.median() < TOLERANCE_S / 2, error.describe()
+    assert late <= max(2, 0.01 * error.len()), (late, error.len(), error.max())
+
+
+def run_alone(params, out):
+    """``run_testbed(params, out)``, one at a time across pytest-xdist workers: two testbeds at
+    once on two cores hold each other's relays off the CPU, which is not what a test measures."""
+    from traceflow.testbed import run_testbed
+
+    with open(Path(tempfile.gettempdir()) / "traceflow-testbed-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return run_testbed(params, out)
 
 
 def require_testbed(cc="reno"):
