@@ -34,6 +34,7 @@ COMMANDS = {
     "reproduce": "Reproduce an experiment of the source papers.",
     "sweep": "Run a parameter sweep on a local pool or a Dask cluster.",
     "datasets": "List, verify and locate registered datasets.",
+    "testbed": "Real-kernel TCP captures with ground truth and real RTTs (root, Linux).",
     "demo": "End-to-end demo on the bundled sample: ingest, fit, replay, compare, report.",
 }
 
