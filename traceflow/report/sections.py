@@ -340,10 +340,10 @@ def _compare_fct(c, result):
     fct = result["metrics"]["fct"]
     path = figures.bars_figure(size_bin_labels(), {"measured": fct["measured"],
                                                    "predicted": fct["predicted"]},
-                               c.path("fct"), ylabel="mean completion time (s)",
+                               c.path("fct"), ylabel="median transfer time (s)",
                                xlabel="transfer size bin (bytes)",
                                title="Flow completion time by size")
-    c.figure(path, "Mean flow completion time per size bin (Park, Kim & Crovella Table 1 bins).")
+    c.figure(path, "Median transfer time (request to last data byte) per size bin.")
 
 
 def _compare_dispersion(c, result):
