@@ -148,7 +148,7 @@ class _Guard:
         if m := _ALLOC.search(line):
             self.alloc = max(self.alloc or 0, int(m.group(1)))
         self.starved = self.starved or bool(_NO_MEMORY.search(line))
-        self.holding = self.holding or bool(_PANIC.search(line))
+        self.holding = self.holding or bool(_PANIC.search(line) or _NO_MEMORY.search(line))
         if self.holding:
             self.held.append(line)
         elif line:
