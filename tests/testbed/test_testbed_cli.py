@@ -54,10 +54,14 @@ def test_ctrl_c_removes_namespaces_processes_and_output(tmp_path):
                              str(tmp_path / "out"), "--rtt", "10ms,60ms", "--clients", "4",
                              "--duration", "60s"], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while time.time() < deadline and not _children(proc.pid, "traceflow.testbed.client"):
+    # the command runs in a child of the `traceflow` guard process (cli/guard.py)
+    while time.time() < deadline and not _children(proc.pid):
+        time.sleep(0.1)
+    command = int(_children(proc.pid)[0])
+    while time.time() < deadline and not _children(command, "traceflow.testbed.client"):
         time.sleep(0.2)
-    children = _children(proc.pid)
-    ours = {ns for ns in _namespaces() - before if ns.startswith(f"tf{proc.pid}")}
+    children = _children(command)
+    ours = {ns for ns in _namespaces() - before if ns.startswith(f"tf{command}")}
     assert len(ours) == 3 and len(children) == 6    # 2 relays, 2 tcpdumps, server, clients
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
