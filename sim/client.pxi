@@ -117,7 +117,8 @@ cdef class TcpClient(Component):
             d = self.max_rto
         self.timer_on = True
         self.timer_gen += 1
-        self.sim.schedule(wheel_expiry(now, d, self.tick) if self.sink.linux_tcp else now + d, self,
+        self.sim.schedule(wheel_expiry(now, d, self.tick, self.sink.jiffy_phase)
+                          if self.sink.linux_tcp else now + d, self,
                           CLI_EV_TIMER, NULL, self.timer_gen)
 
     cdef int _timeout(self, int64_t now) except -1:

@@ -39,6 +39,7 @@ cdef class TcpSink(Agent):
     cdef public bint linux_ack             # Linux delayed-ACK policy
     cdef public bint sack, dsack, ts_opt
     cdef public int64_t tick, rto_bound    # linux: jiffy (ns); ato never exceeds rto_bound
+    cdef public int64_t jiffy_phase        # linux: where the host's jiffies begin, ns
     cdef public App app
     cdef public TcpClient client           # request mode: this end opens and closes
     cdef Node node_obj
@@ -465,7 +466,8 @@ cdef class TcpSink(Agent):
             self._incr_quickack()
             self.ato = ato_min
         else:
-            m = (now // self.tick - self.lrcvtime // self.tick) * self.tick
+            m = ((now + self.jiffy_phase) // self.tick
+                 - (self.lrcvtime + self.jiffy_phase) // self.tick) * self.tick
             if m <= ato_min // 2:
                 self.ato = self.ato // 2 + ato_min // 2
             elif m < self.ato:
@@ -525,9 +527,9 @@ cdef class TcpSink(Agent):
                 ato = max_ato
         if ato > TCP_DELACK_MAX:
             ato = TCP_DELACK_MAX
-        deadline = wheel_expiry(now, ato, self.tick)
+        deadline = wheel_expiry(now, ato, self.tick, self.jiffy_phase)
         if self.dack_t > 0:
-            if self.dack_t <= (now // self.tick) * self.tick + (ato >> 2):
+            if self.dack_t <= now + (ato >> 2):
                 self._send_ack(now, F_ACK)
                 return 0
             if deadline > self.dack_t:

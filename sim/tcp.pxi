@@ -95,6 +95,7 @@ cdef class TcpSender(Agent):
     cdef public bint linux_tcp                   # Linux: option headers, RTT estimator, jiffies
     cdef public bint ts_opt, sack_ok            # timestamps option, SACK negotiated
     cdef public int64_t response_delay, close_delay   # request mode: server think times, ns
+    cdef public int64_t jiffy_phase             # linux: where the host's jiffies begin, ns
     cdef public CongestionOps cc
     cdef public RecoveryOps rec
     cdef public SenderHook hook
@@ -439,7 +440,7 @@ cdef class TcpSender(Agent):
 
     cdef inline int _ktimer(self, int64_t delay, int kind, int64_t now) except -1:
         """Arm the timer as the kernel's timer wheel would (linux): ``delay`` ns from now."""
-        return self._timer_set(wheel_expiry(now, delay, self.tick), kind)
+        return self._timer_set(wheel_expiry(now, delay, self.tick, self.jiffy_phase), kind)
 
     cdef inline void _timer_stop(self) noexcept:
         self.rto_armed = False
