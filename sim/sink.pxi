@@ -176,16 +176,19 @@ cdef class TcpSink(Agent):
         p.flags = flags
         p.t_created = now
         p.seq = -1
-        if self.linux_tcp:
+        if self.linux_tcp or self.client is not None:
+            # own TCP fields (F_XOPT): option-exact headers under linux, else ``hdr`` bytes
             p.flags |= F_XOPT | (F_TSOPT if self.ts_opt else 0)
-            p.size = 40 + 12 * self.ts_opt
             p.tsecr = self.echo_ts
             p.tcp_ack = self._seq_of(self.rcv_nxt)
             p.tcp_seq = self.client.seq_field(flags) if self.client is not None else 1
+            if self.linux_tcp:
+                p.size = 40 + 12 * self.ts_opt
             if flags & F_SYN:
-                p.size = 40 + syn_options(self.ts_opt, self.sack)
-                p.flags |= F_SACKOK if self.sack else 0
                 p.tcp_seq = 0
+                if self.linux_tcp:
+                    p.size = 40 + syn_options(self.ts_opt, self.sack)
+                    p.flags |= F_SACKOK if self.sack else 0
             if self.client is not None:
                 p.flags |= F_CLIREV
         return p
