@@ -287,6 +287,8 @@ class Built:
         dur = self.sc.simulation.duration
         app.idle_mean = _ns(g.idle)
         app.first_idle = g.first_idle
+        app.pad_last = g.pad_last
+        app.idle_after_ack = g.idle_after == "last_ack"
         n_pre = int(math.ceil(dur / g.idle)) + 1
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_SIZES,) + key))
         if sd.dist == "pareto":

@@ -140,6 +140,10 @@ class Traffic:
     size: SizeDist = _meta(factory=SizeDist)
     idle: float = _meta(1.0, gt=0, doc="files: mean exponential idle time, s")
     first_idle: bool = _meta(True, doc="files: start each client with an idle period")
+    pad_last: bool = _meta(False, doc="files: send ceil(size/mss) full segments (ns-2 agents)")
+    idle_after: str = _meta("delivery", choices=("delivery", "last_ack"),
+                            doc="files: the idle period starts when the receiver has the file "
+                                "or when the sender has its last ACK")
     rate: float = _meta(100.0, gt=0, doc="poisson: packets per second per flow")
     on: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform on period [lo, hi], s")
     off: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform idle [lo, hi], s")

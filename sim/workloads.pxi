@@ -69,6 +69,12 @@ cdef class FileApp(App):
     cdef Py_ssize_t nemp
     cdef public int64_t idle_mean          # ns
     cdef public bint first_idle            # start with an idle period (desynchronises clients)
+    # The self-similarity paper's ns agents (park-kim-crovella-1997...txt:111-113): a file of X
+    # bytes is q = ceil(X/M) full packets (``pad_last``), and the client's idle period follows
+    # the transfer's completion at the server, its last ACK (``idle_after_ack``); by default the
+    # last segment carries the remainder and the idle period starts at delivery.
+    cdef public bint pad_last
+    cdef public bint idle_after_ack
 
     def __dealloc__(self):
         free(self.sizes)
@@ -111,8 +117,16 @@ cdef class FileApp(App):
         return <int64_t>(x if x >= 1.0 else 1.0)
 
     cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
+        cdef int64_t x, mss
         if kind == APP_EV_START and self.first_idle:
             self._idle(now)
+        elif self.pad_last and self.tcp is not None:
+            # the request (X bytes) counts as asked; the wire carries ceil(X/M) full segments
+            x = self._next_size()
+            mss = self.tcp.mss
+            self.requests += 1
+            self.requested_bytes += x
+            self.tcp.start_transfer((x + mss - 1) // mss * mss, now)
         else:
             self._begin(self._next_size(), now)
 
@@ -121,7 +135,12 @@ cdef class FileApp(App):
         self.sim.schedule(now + d, self, APP_EV_REQUEST, NULL, 0)
 
     cdef int transfer_done(self, int32_t flow, int64_t now) except -1:
-        self._idle(now)
+        if not self.idle_after_ack or self.tcp is None:
+            self._idle(now)
+
+    cdef int sender_done(self, TcpSender s, int64_t now) except -1:
+        if self.idle_after_ack:
+            self._idle(now)
 
 
 cdef class PoissonApp(App):
