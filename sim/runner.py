@@ -27,7 +27,7 @@ from .topology import build_network, path_delay, routes
 NS = 1_000_000_000
 
 # spawn_key namespaces of the random streams
-_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES = range(6)
+_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES, _RNG_JIFFY = range(7)
 
 
 def _stream(seed, *key):
@@ -192,6 +192,7 @@ class Built:
         snd.xi = t.xi
         snd.extra_delay = extra_ns
         snd.linux_tcp = linux
+        snd.jiffy_phase = self._jiffy_phase(src, snd.tick)
         snd.ts_opt, snd.sack_ok = t.timestamps, t.sack
         snd.response_delay, snd.close_delay = _ns(t.response_delay), _ns(t.close_delay)
         snd.cc = t.build_cc()
@@ -204,6 +205,7 @@ class Built:
         sink.linux_tcp = linux
         sink.sack, sink.dsack, sink.ts_opt = t.sack, t.dsack, t.timestamps
         sink.tick = snd.tick
+        sink.jiffy_phase = self._jiffy_phase(dst, snd.tick)
         sink.rto_bound = snd.min_rto
         self.sim.add_agent(snd)
         self.sim.add_agent(sink)
@@ -222,6 +224,12 @@ class Built:
             snd.attach_hook(hook)
             self.hooks.append((flow, t.hook.kind, hook))
         return snd, sink
+
+    def _jiffy_phase(self, node, tick):
+        """Where a host's kernel jiffies begin (ns in [0, tick)): hosts boot at random times,
+        so timers fire on each host's own grid."""
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_JIFFY, node.id)))
+        return int(rng.integers(0, tick))
 
     def _udp_pair(self, flow, g, src, dst, extra_ns):
         sc = self.sc
