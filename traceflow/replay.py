@@ -11,10 +11,13 @@ are simulated, not copied.
   (:func:`traceflow.models.fit.path_rtt`), never the connection's own handshake RTT, which already holds
   the queueing the simulated bottleneck creates again.
 - **Model** (a :class:`~traceflow.models.model.Model`): flows sampled from the fitted arrival process,
-  size, request and path-RTT distributions. Sizes get the sample-path normalization of Park & Tuan
-  (2000, sec. 4.3): heavy-tailed samples converge slowly to their mean, so of several draws the
-  one nearest the fitted mean is kept and its Pareto tail rescaled to hit the mean — a change of
-  the tail's location b with α fixed. As in the paper, what must match is the *measured*
+  size, request and path-RTT distributions. When the fit found closed-loop client sessions
+  (:mod:`traceflow.models.sessions`), these drive the arrivals instead: each session's next
+  connection opens a sampled think time after its previous transfer ended in the simulation, so
+  congestion slows the arrivals as it slowed the real clients. Sizes get the sample-path
+  normalization of Park & Tuan (2000, sec. 4.3): heavy-tailed samples converge slowly to their
+  mean, so of several draws the one nearest the fitted mean is kept and its Pareto tail
+  rescaled to hit the mean — a change of the tail's location b with α fixed. As in the paper, what must match is the *measured*
   intensity (a huge flow that starts late delivers only part of its bytes inside the span): the
   tail is rescaled by the throughput shortfall and the run repeated (at most
   :data:`NORMALIZE_ROUNDS` runs) until the bottleneck throughput is within
@@ -122,15 +125,25 @@ def _draw_sizes(dist, rng, n, normalize, candidates=32):
 
 
 def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
-    """Flows drawn from ``model``: arrivals over ``duration_s`` (default the fitted span), sizes
-    (normalized to the fitted mean unless ``normalize=False``), requests (when the model has
-    them; drawn independently of the sizes), path RTTs. Returns the trace table."""
-    from traceflow.models.fit import sample_interarrival
-
-    rng = np.random.default_rng(seed)
-    duration_s = float(duration_s or model.span.duration_s)
+    """Flows drawn from ``model`` over ``duration_s`` (default the fitted span): with fitted
+    :class:`~traceflow.models.model.Sessions`, closed-loop sessions (:func:`sample_sessions`),
+    else open arrivals (:func:`sample_arrivals`). Sizes are normalized to the fitted mean unless
+    ``normalize=False``; requests (when the model has them) are drawn independently of the
+    sizes. Returns the trace table."""
     if model.sizes is None:
         raise InputFormatError("model has no flow size distribution: nothing to sample")
+    rng = np.random.default_rng(seed)
+    duration_s = float(duration_s or model.span.duration_s)
+    if model.sessions is not None:
+        return sample_sessions(model, rng, duration_s, normalize)
+    return sample_arrivals(model, rng, duration_s, normalize)
+
+
+def sample_arrivals(model: Model, rng, duration_s, normalize):
+    """Open arrivals: start times from the fitted inter-arrival process, each flow with its
+    own size, request and path RTT (``start`` in int ns)."""
+    from traceflow.models.fit import sample_interarrival
+
     ia = model.arrivals.interarrival
     rate = model.arrivals.rate_per_s
     if not (rate and rate > 0):
@@ -146,14 +159,47 @@ def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     starts = starts[starts < duration_s]
     n = starts.size
     sizes = _draw_sizes(model.sizes, rng, n, normalize)
-    # the path's propagation RTT (a model fitted before it was recorded: the handshake RTTs)
-    dist = model.rtt.propagation or model.rtt.distribution
-    rtt = dist.sample(rng, n) if dist is not None else np.zeros(n)
     out = {"start": np.round(starts * 1e9).astype(np.int64), "size": sizes,
-           "rtt": np.maximum(rtt, 0.0)}
-    if model.requests is not None:
-        out["request"] = np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)
-    return pl.DataFrame(out)
+           "rtt": _path_rtts(model, rng, n)}
+    return pl.DataFrame(out | _requests(model, rng, n))
+
+
+def sample_sessions(model: Model, rng, duration_s, normalize):
+    """Closed-loop sessions (``model.sessions``): for each of the fitted sessions, exponential
+    think times (the first before its first transfer, each later one after the previous transfer
+    ended) as many as can start within ``duration_s`` even if every transfer took no time; each
+    transfer with its own size and request, each session one path RTT. Columns ``session``,
+    ``think`` (s), ``size``, ``rtt`` (s), ``request``."""
+    ss = model.sessions
+    if ss.think_dist != "exponential" or not ss.think_mean_s > 0 or ss.sessions < 1:
+        raise InputFormatError(f"model sessions: unsupported think time {ss.think_dist!r} "
+                               f"(mean {ss.think_mean_s} s, {ss.sessions} sessions)")
+    thinks = []
+    for _ in range(ss.sessions):
+        gaps = np.empty(0)
+        while gaps.sum() < duration_s:
+            gaps = np.concatenate([gaps, rng.exponential(ss.think_mean_s,
+                                                         int(duration_s / ss.think_mean_s) + 8)])
+        thinks.append(gaps[: np.searchsorted(np.cumsum(gaps), duration_s)])
+    session = np.repeat(np.arange(ss.sessions), [t.size for t in thinks])
+    n = session.size
+    out = {"session": session, "think": np.concatenate(thinks),
+           "size": _draw_sizes(model.sizes, rng, n, normalize),
+           "rtt": _path_rtts(model, rng, ss.sessions)[session]}
+    return pl.DataFrame(out | _requests(model, rng, n))
+
+
+def _path_rtts(model, rng, n):
+    """``n`` path propagation RTTs (s; a model fitted before they were recorded: handshake RTTs)."""
+    dist = model.rtt.propagation or model.rtt.distribution
+    return np.maximum(dist.sample(rng, n), 0.0) if dist is not None else np.zeros(n)
+
+
+def _requests(model, rng, n):
+    """``{"request": bytes}`` of ``n`` transfers when the model has request sizes, else ``{}``."""
+    if model.requests is None:
+        return {}
+    return {"request": np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)}
 
 
 def _tcp_keys():
@@ -324,6 +370,9 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
     result.summary["replay"] = {
         "mode": "model" if mode == "model" else "trace",
         "flows": int(table.height),
+        "sessions": (None if mode != "model" or model.sessions is None
+                     else {"sessions": model.sessions.sessions,
+                           "think_mean_s": model.sessions.think_mean_s}),
         "offered_bytes": int(table["size"].sum()),
         "normalized": bool(iterate),
         "normalize_rounds": rounds,

@@ -16,6 +16,8 @@ inputs are never merged), and fits:
   on log RTT, number of classes by BIC), and the distribution of the transfers' path propagation
   RTTs (:func:`path_rtt`: the minimum RTT of each host pair) that model-mode replays use;
 - request sizes (client → server bytes of each download, when most transfers are downloads);
+- closed-loop client sessions (:mod:`traceflow.models.sessions`: number of sessions and think
+  time), when they describe the arrivals better than an open process;
 - end-host parameters (:mod:`traceflow.flows.hosts`), optionally from another capture of the same traffic
   taken nearer the senders (``hosts_from``);
 - Hurst estimates (:mod:`traceflow.stats.hurst`), dispersion curve (:mod:`traceflow.stats.dispersion`) and the
@@ -221,6 +223,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     capture of the same traffic). ``capacity_bps`` overrides the capacity estimate."""
     from traceflow.flows import flows as build_flows
     from traceflow.flows.hosts import infer_hosts
+    from traceflow.models.sessions import fit_sessions
 
     if isinstance(inputs, (str, Path, pl.DataFrame)):
         inputs = [inputs]
@@ -281,6 +284,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     requests = (distribution_from_sample(down["request"].to_numpy(), "bytes")
                 if 2 * down.height > tr.height else None)
 
+    sessions = fit_sessions(fl, packets, start, end)
+
     host_packets = packets
     if hosts_from is not None:
         if isinstance(hosts_from, (str, Path, pl.DataFrame)):
@@ -300,5 +305,6 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
     return Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
                  shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
+                 sessions=sessions,
                  dispersion=Dispersion(scales_s=scales, idc=idc), levels=levels,
                  series_bin_s=cmp.BIN_NS / 1e9)
