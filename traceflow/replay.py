@@ -114,12 +114,14 @@ def normalize_sample_mean(sizes, target_mean, *, xmin=None):
 
 
 def _draw_sizes(dist, rng, n, normalize, candidates=32):
-    """Sizes for ``n`` flows. Normalized: of ``candidates`` independent draws, the one whose mean
-    is nearest the fitted mean, then its tail rescaled to hit the mean exactly — so neither the
-    body nor (much) the tail moves away from the fit."""
+    """Sizes for ``n`` flows. Normalized: of ``candidates`` stratified draws (one uniform in
+    each of ``n`` equal probability strata, in random order, so every part of the distribution
+    — each size bin, each stretch of the tail — gets its share of flows, not a binomial count),
+    the one whose mean is nearest the fitted mean, then its tail rescaled to hit the mean
+    exactly — so neither the body nor (much) the tail moves away from the fit."""
     if not normalize:
         return np.maximum(1, np.round(dist.sample(rng, n))).astype(np.int64)
-    draws = [dist.sample(rng, n) for _ in range(candidates)]
+    draws = [dist.ppf((rng.permutation(n) + rng.random(n)) / n) for _ in range(candidates)]
     best = min(draws, key=lambda x: abs(np.log(x.mean() / dist.mean)))
     return normalize_sample_mean(best, dist.mean, xmin=dist.tail.xmin if dist.tail else None)
 

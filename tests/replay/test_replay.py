@@ -128,7 +128,10 @@ def test_sample_path_normalization():
 
 
 def test_sample_flows_follow_the_model(self_consistency):
-    model = self_consistency[0]
+    """Open arrivals (a model without sessions): the fitted rate, the fitted mean size."""
+    import dataclasses
+
+    model = dataclasses.replace(self_consistency[0], sessions=None)
     t = sample_flows(model, duration_s=600, seed=5)
     n = t.height
     expect = model.arrivals.rate_per_s * 600
@@ -137,6 +140,21 @@ def test_sample_flows_follow_the_model(self_consistency):
     assert t["start"].max() < 600e9 and (t["rtt"] >= 0).all()
     raw = sample_flows(model, duration_s=600, seed=5, normalize=False)
     assert raw.height == n and not np.allclose(raw["size"].mean(), model.sizes.mean, rtol=1e-3)
+
+
+def test_sample_sessions_follow_the_model(self_consistency):
+    """The sample is a simulator run of 32 closed-loop clients (``files`` traffic, exponential
+    idle 1 s): the fit finds the sessions, and the sampled table holds, per session, think
+    times of the fitted mean up to the span — the most transfers it could start."""
+    model = self_consistency[0]
+    s = model.sessions
+    assert s is not None and s.sessions == 32 and abs(s.think_mean_s - 1.0) < 0.1
+    t = sample_flows(model, duration_s=600, seed=5)
+    assert set(t.columns) >= {"session", "think", "size", "rtt"} and "start" not in t.columns
+    per = t.group_by("session").agg(total=pl.col("think").sum(), rtt=pl.col("rtt").n_unique())
+    assert per.height == s.sessions and per["total"].max() < 600 and (per["rtt"] == 1).all()
+    assert abs(t["think"].mean() - s.think_mean_s) / s.think_mean_s < 0.05
+    assert abs(t["size"].mean() - model.sizes.mean) / model.sizes.mean < 1e-3
 
 
 def test_scenario_precedence(self_consistency):

@@ -11,16 +11,6 @@ from traceflow.experiments.testbed_replay import criteria_rows, format_rows, val
 
 RUNS = ["alpha1.35", "devcubic", "dev10m"]
 SLICE_S = 120.0
-#: Model mode draws arrivals as an open renewal process, independent of the sizes; the testbed's
-#: clients are closed loops (a client waits for its transfer before it idles and asks again), so
-#: its arrivals thin out while big transfers hold the link. Replaying devcubic's own flows with
-#: their arrival times swapped for the model's (sizes kept), or their sizes for the model's
-#: (times kept), breaks the small-transfer medians as model mode does (15 / 13 ms against 6.7;
-#: the real pairing: 6.6 ms): the pairing of arrival times with completions matters, and the
-#: simulator has no closed-loop request-mode sessions to replay it.
-OPEN_LOOP = pytest.mark.xfail(strict=True, reason="model mode: open-loop arrivals (no closed-loop "
-                              "request-mode sessions in the simulator); small-transfer medians "
-                              "1.8-2.4x on devcubic")
 
 
 def _check(result, mode, name):
@@ -38,16 +28,12 @@ def sliced(request, tmp_path_factory):
 
 
 @pytest.mark.parametrize("mode", ["trace", "model"])
-def test_slice_criteria(sliced, mode, request):
+def test_slice_criteria(sliced, mode):
     run, result = sliced
-    if (run, mode) == ("devcubic", "model"):
-        request.applymarker(OPEN_LOOP)
     _check(result, mode, f"{run} (first {SLICE_S:g} s)")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("run, mode", [(r, m) for r in RUNS for m in ("trace", "model")])
-def test_full_run_criteria(run, mode, tmp_path, request):
-    if (run, mode) == ("devcubic", "model"):
-        request.applymarker(OPEN_LOOP)
+def test_full_run_criteria(run, mode, tmp_path):
     _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run)
