@@ -9,7 +9,7 @@ import pytest
 from conftest import shared_path
 from traceflow.experiments.testbed_replay import criteria_rows, format_rows, validate
 
-RUNS = ["alpha1.35", "devcubic", "dev10m"]
+RUNS = ["alpha1.35", "devcubic", "dev10m", "rtt3dev"]
 SLICE_S = 120.0
 #: Model mode draws arrivals as an open renewal process, independent of the sizes; the testbed's
 #: clients are closed loops (a client waits for its transfer before it idles and asks again), so
@@ -21,13 +21,19 @@ SLICE_S = 120.0
 OPEN_LOOP = pytest.mark.xfail(strict=True, reason="model mode: open-loop arrivals (no closed-loop "
                               "request-mode sessions in the simulator); small-transfer medians "
                               "1.8-2.4x on devcubic")
+#: Criteria known to fail, by (run, mode): asserted to fail exactly (a fix must update this).
+#: rtt3dev's handshakes carry 0.2-0.9 ms of relay and host jitter when their SYN/ACK met an idle
+#: bottleneck (median 0.43 ms over the pair's minimum, measured by the gap behind the previous
+#: downstream frame); path_rtt counts only the clean leg's ~0.05 ms as jitter, so the replay's
+#: handshakes sit at the pair minimum: medians agree (60.9 / 60.3 ms), KS 0.21.
+KNOWN = {("rtt3dev", "trace"): {"rtt_ks"}, ("rtt3dev", "model"): {"fct 8k-16k"}}
 
 
-def _check(result, mode, name):
+def _check(result, mode, run, name):
     rows = criteria_rows(result[mode], mode)
     print(f"\n{name} {mode} mode\n{format_rows(rows)}")
-    failed = [r["criterion"] for r in rows if r["pass"] is False]
-    assert rows and not failed, f"{name} {mode}: failed {failed}"
+    failed = {r["criterion"].split(" median")[0] for r in rows if r["pass"] is False}
+    assert rows and failed == KNOWN.get((run, mode), set()), f"{name} {mode}: failed {failed}"
 
 
 @pytest.fixture(scope="module", params=RUNS)
@@ -42,7 +48,7 @@ def test_slice_criteria(sliced, mode, request):
     run, result = sliced
     if (run, mode) == ("devcubic", "model"):
         request.applymarker(OPEN_LOOP)
-    _check(result, mode, f"{run} (first {SLICE_S:g} s)")
+    _check(result, mode, run, f"{run} (first {SLICE_S:g} s)")
 
 
 @pytest.mark.slow
@@ -50,4 +56,4 @@ def test_slice_criteria(sliced, mode, request):
 def test_full_run_criteria(run, mode, tmp_path, request):
     if (run, mode) == ("devcubic", "model"):
         request.applymarker(OPEN_LOOP)
-    _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run)
+    _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run, run)
