@@ -159,27 +159,35 @@ class Built:
                 raise ScenarioError(f"{path}: flow {i} has the same source and destination {s!r}")
             si, di = idx[s], idx[d]
             one_way = path_delay(self.net, self.nxt, si, di)
-            extra = g.extra_delay
-            # a session keeps its first transfer's path RTT (one client, one path)
-            rtt = rows.rtt[rows.members[i][0]] if rows is not None else math.nan
-            if np.isfinite(rtt):
-                extra = max(0.0, (rtt - 2 * one_way) / 2)
-            base_rtt = 2 * (one_way + extra)
+            # a host's delay line holds the packets it sends, so each adds once to the RTT
+            extra_src = extra_dst = g.extra_delay
+            first = rows.members[i][0] if rows is not None else -1
+            if rows is not None and np.isfinite(rows.rtt[first]):
+                # the flow's RTT beyond the topology's, split between the two ends as the
+                # trace saw it on either side of its capture point (sender = server); a
+                # session keeps its first transfer's path (one client, one path)
+                added = max(0.0, rows.rtt[first] - 2 * one_way)
+                share = (rows.share[first] if rows.share is not None
+                         and np.isfinite(rows.share[first]) else 0.5)
+                extra_src, extra_dst = share * added, (1 - share) * added
+            base_rtt = 2 * one_way + extra_src + extra_dst
             flow = self.sim.add_flow(g.cls, base_rtt)
             self.flows.append(FlowInfo(flow, gi, g.kind, g.transport, s, d, g.cls, base_rtt))
             key = (gi, i)
             if g.transport == "tcp":
                 app_target = self._tcp_pair(flow, gi, tcp, self.nodes[si], self.nodes[di],
-                                            _ns(extra), base_rtt, request)
+                                            (_ns(extra_src), _ns(extra_dst)), base_rtt, request)
             else:
-                app_target = self._udp_pair(flow, g, self.nodes[si], self.nodes[di], _ns(extra))
+                app_target = self._udp_pair(flow, g, self.nodes[si], self.nodes[di],
+                                            _ns((extra_src + extra_dst) / 2))
             app = self._app(g, key, app_target, rows, i)
             app.set_rng(_stream(self.seed, _RNG_APP, gi, i))
             self.sim.add_component(app)
             app.start(_ns(g.start + jitter[i]))
 
     def _tcp_pair(self, flow, gi, t, src, dst, extra_ns, base_rtt, request=False):
-        """Sender at ``src``, receiver at ``dst`` (with a request-mode client when ``request``)."""
+        """Sender at ``src``, receiver at ``dst`` (with a request-mode client when ``request``);
+        ``extra_ns``: the one-way delay lines (ns) in front of the sender and the receiver."""
         sc = self.sc
         mss, hdr = sc.simulation.mss, sc.simulation.tcp_header
         linux = t.profile == "linux"
@@ -193,7 +201,7 @@ class Built:
         snd.rtt_per_ack = t.rtt_per_ack
         snd.limited_transmit = t.limited_transmit
         snd.xi = t.xi
-        snd.extra_delay = extra_ns
+        snd.extra_delay = extra_ns[0]
         snd.linux_tcp = linux
         snd.jiffy_phase = self._jiffy_phase(src, snd.tick)
         snd.ts_opt, snd.sack_ok = t.timestamps, t.sack
@@ -204,7 +212,7 @@ class Built:
         sink.delack = t.delayed_ack is True
         sink.linux_ack = t.delayed_ack == "linux"
         sink.delack_timeout = _ns(t.delack_timeout)
-        sink.extra_delay = extra_ns
+        sink.extra_delay = extra_ns[1]
         sink.linux_tcp = linux
         sink.sack, sink.dsack, sink.ts_opt = t.sack, t.dsack, t.timestamps
         sink.tick = snd.tick
@@ -359,22 +367,25 @@ class Built:
 class TraceRows(NamedTuple):
     """A trace-driven group's rows: ``start`` (int64 ns: start times from the first, or with
     sessions each transfer's think time), ``size`` (int64 bytes), ``rtt`` (s, NaN: none),
-    ``request`` (int64 bytes, or None: no request mode), ``members`` (per simulated connection
-    pair, the row indices it runs in order) and ``sessions`` (closed loop)."""
+    ``request`` (int64 bytes, or None: no request mode), ``share`` (the part of ``rtt`` added at
+    the sender, 0..1, or None: half), ``members`` (per simulated connection pair, the row indices
+    it runs in order) and ``sessions`` (closed loop)."""
     start: np.ndarray
     size: np.ndarray
     rtt: np.ndarray
     request: np.ndarray | None
+    share: np.ndarray | None
     members: list
     sessions: bool
 
 
 def _trace_rows(g, gi, tables):
     """The :class:`TraceRows` of a trace-driven group. A ``request`` column (client -> server
-    bytes) puts every flow in request mode. A ``session`` column (with ``think``, s) makes the
-    rows closed-loop sessions: the rows of one session, in table order, run one after another on
-    one connection pair, each ``think`` seconds after the previous transfer ended (``start`` is
-    then not needed)."""
+    bytes) puts every flow in request mode; ``server_share`` (0..1, default 0.5) is the part of
+    ``rtt`` added at the sender. A ``session`` column (with ``think``, s) makes the rows
+    closed-loop sessions: the rows of one session, in table order, run one after another on one
+    connection pair, each ``think`` seconds after the previous transfer ended (``start`` is then
+    not needed)."""
     import pyarrow as pa
 
     table = None
@@ -441,7 +452,11 @@ def _trace_rows(g, gi, tables):
     if "request" in cols:
         req = floats("request")
         request = np.where(np.isfinite(req) & (req > 0), req, 0).astype(np.int64)
-    return TraceRows(start, size, rtt, request, members, sessions)
+    share = None
+    if "server_share" in cols:
+        share = np.clip(np.asarray(table["server_share"].cast(pa.float64()).fill_null(0.5)
+                                   .to_numpy(zero_copy_only=False), dtype=np.float64), 0.0, 1.0)
+    return TraceRows(start, size, rtt, request, share, members, sessions)
 
 
 def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_dir=None) -> Result:

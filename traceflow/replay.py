@@ -62,7 +62,8 @@ RTT_MODES = ("path", "handshake")
 
 def trace_table(flows, *, rtt="path"):
     """The replayable connections of a flows table: ``start`` (int ns), ``size`` (response bytes,
-    server → client), ``request`` (bytes, client → server), ``rtt`` (s: see :data:`RTT_MODES`).
+    server → client), ``request`` (bytes, client → server), ``rtt`` (s: see :data:`RTT_MODES`) and,
+    in path mode, ``server_share`` (the part of the RTT between the capture point and the server).
 
     TCP flows that carried application bytes; missing RTTs get the median of the others (0 when
     none was measured)."""
@@ -84,7 +85,8 @@ def trace_table(flows, *, rtt="path"):
     t = (tcp.select(start=pl.col("start").cast(pl.Int64),
                     size=pl.col("app_bytes_s2c").fill_null(0).cast(pl.Int64),
                     request=pl.col("app_bytes_c2s").fill_null(0).cast(pl.Int64),
-                    rtt=pl.col("path_rtt" if rtt == "path" else "rtt_handshake").cast(pl.Float64))
+                    rtt=pl.col("path_rtt" if rtt == "path" else "rtt_handshake").cast(pl.Float64),
+                    *([pl.col("server_share")] if rtt == "path" else []))
          .filter((pl.col("size") + pl.col("request")) > 0).sort("start"))
     if t.height == 0:
         raise InputFormatError("no TCP flows with data to replay")
@@ -163,7 +165,7 @@ def sample_arrivals(model: Model, rng, duration_s, normalize):
     sizes = _draw_sizes(model.sizes, rng, n, normalize)
     out = {"start": np.round(starts * 1e9).astype(np.int64), "size": sizes,
            "rtt": _path_rtts(model, rng, n)}
-    return pl.DataFrame(out | _requests(model, rng, n))
+    return pl.DataFrame(out | _optional_columns(model, rng, n))
 
 
 def sample_sessions(model: Model, rng, duration_s, normalize):
@@ -188,7 +190,7 @@ def sample_sessions(model: Model, rng, duration_s, normalize):
     out = {"session": session, "think": np.concatenate(thinks),
            "size": _draw_sizes(model.sizes, rng, n, normalize),
            "rtt": _path_rtts(model, rng, ss.sessions)[session]}
-    return pl.DataFrame(out | _requests(model, rng, n))
+    return pl.DataFrame(out | _optional_columns(model, rng, n))
 
 
 def _path_rtts(model, rng, n):
@@ -197,11 +199,15 @@ def _path_rtts(model, rng, n):
     return np.maximum(dist.sample(rng, n), 0.0) if dist is not None else np.zeros(n)
 
 
-def _requests(model, rng, n):
-    """``{"request": bytes}`` of ``n`` transfers when the model has request sizes, else ``{}``."""
-    if model.requests is None:
-        return {}
-    return {"request": np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)}
+def _optional_columns(model, rng, n):
+    """The optional columns of ``n`` transfers: ``server_share`` (the part of the path RTT on the
+    server's side of the capture point) and ``request`` (bytes) when the model has them."""
+    out = {}
+    if model.rtt.server_share is not None:
+        out["server_share"] = np.full(n, model.rtt.server_share)
+    if model.requests is not None:
+        out["request"] = np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)
+    return out
 
 
 def _tcp_keys():
