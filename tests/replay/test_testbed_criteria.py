@@ -18,7 +18,7 @@ SLICE_S = 120.0
 #: bottleneck (median 0.43 ms over the pair's minimum, measured by the gap behind the previous
 #: downstream frame); path_rtt counts only the clean leg's ~0.05 ms as jitter, so the replay's
 #: handshakes sit at the pair minimum: medians agree (60.9 / 60.3 ms), KS 0.21.
-KNOWN = {("rtt3dev", "trace"): {"rtt_ks"}, ("rtt3dev", "model"): {"fct 8k-16k"}}
+KNOWN = {("rtt3dev", "trace"): {"rtt_ks"}}
 
 
 def _check(result, mode, run, name):
