@@ -17,10 +17,10 @@ are simulated, not copied.
   congestion slows the arrivals as it slowed the real clients. Sizes get the sample-path
   normalization of Park & Tuan (2000, sec. 4.3): heavy-tailed samples converge slowly to their
   mean, so of several draws the one nearest the fitted mean is kept and its Pareto tail
-  rescaled to hit the mean — a change of the tail's location b with α fixed. As in the paper, what must match is the *measured*
-  intensity (a huge flow that starts late delivers only part of its bytes inside the span): the
-  tail is rescaled by the throughput shortfall and the run repeated (at most
-  :data:`NORMALIZE_ROUNDS` runs) until the bottleneck throughput is within
+  rescaled to hit the mean — a change of the tail's location b with α fixed. As in the paper,
+  what must match is the *measured* intensity (a huge flow that starts late delivers only part
+  of its bytes inside the span): the tail is rescaled by the throughput shortfall and the run
+  repeated (at most :data:`NORMALIZE_ROUNDS` runs) until the bottleneck throughput is within
   :data:`NORMALIZE_TOLERANCE` of the fitted mean rate. The tail index (hence the burstiness) and
   the body of the size distribution stay as fitted.
 
