@@ -407,6 +407,16 @@ def fairness(spec, out_dir, *, quick=False, executor="local", workers=None, sche
     def close_pp(ours, want):
         return None if want is None else abs(ours - want) <= tol_pp
 
+    def decrease_row(label, policy, key, defaults):
+        """Decrease (% of demand) of aggregates 1 and 2 under ``policy`` vs the paper's
+        ``<key>1`` / ``<key>2`` (``defaults`` when the spec lacks them)."""
+        want = [paper.get(f"{key}{i + 1}", d) for i, d in enumerate(defaults)]
+        ours = dec[policy]
+        return _row(f"{label}: decrease of aggregate 1 / 2, % of demand",
+                    f"{want[0]:g} / {want[1]:g}", f"{ours[0]:.1f} / {ours[1]:.1f}",
+                    close_pp(ours[0], want[0]) and close_pp(ours[1], want[1]),
+                    f"agree = each within {tol_pp:g} percentage points")
+
     comparison = [
         _row("K₁ (short flows)", paper.get("k1"), round(k[0], 1), near(k[0], paper.get("k1"), tol_k),
              f"agree = within a factor {tol_k:g}"),
@@ -430,18 +440,8 @@ def fairness(spec, out_dir, *, quick=False, executor="local", workers=None, sche
              near(float(p_fair[0] / p_fair[1]), paper["p1"] / paper["p2"], tol_k)
              if "p1" in paper else None,
              f"agree = within a factor {tol_k:g}; p₁ = {p_fair[0]:.4f}, p₂ = {p_fair[1]:.4f}"),
-        _row("DropTail: decrease of aggregate 1 / 2, % of demand",
-             f"{paper.get('dec_droptail1', 25):g} / {paper.get('dec_droptail2', 52):g}",
-             f"{dec['droptail'][0]:.1f} / {dec['droptail'][1]:.1f}",
-             close_pp(dec["droptail"][0], paper.get("dec_droptail1", 25)) and
-             close_pp(dec["droptail"][1], paper.get("dec_droptail2", 52)),
-             f"agree = each within {tol_pp:g} percentage points"),
-        _row("K-based (absolute): decrease of aggregate 1 / 2, % of demand",
-             f"{paper.get('dec_fair1', 39):g} / {paper.get('dec_fair2', 42):g}",
-             f"{dec['K-based (absolute)'][0]:.1f} / {dec['K-based (absolute)'][1]:.1f}",
-             close_pp(dec["K-based (absolute)"][0], paper.get("dec_fair1", 39)) and
-             close_pp(dec["K-based (absolute)"][1], paper.get("dec_fair2", 42)),
-             f"agree = each within {tol_pp:g} percentage points"),
+        decrease_row("DropTail", "droptail", "dec_droptail", (25, 52)),
+        decrease_row("K-based (absolute)", "K-based (absolute)", "dec_fair", (39, 42)),
         _row("decrease gap, K-based vs DropTail (percentage points)",
              f"{paper.get('gap_fair')} vs {paper.get('gap_droptail')}",
              f"{gap['K-based (absolute)']:.1f} vs {gap['droptail']:.1f}",
