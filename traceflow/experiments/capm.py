@@ -16,7 +16,8 @@ import copy
 import numpy as np
 import polars as pl
 
-from traceflow.models.capm import dc_removed, fair_drop_probabilities, matched_filter_periods
+from traceflow.models.capm import (dc_removed, fair_drop_probabilities, matched_filter_periods,
+                                   signature as _signature)
 from traceflow.experiments.common import experiment as _exp, base as _base, save_table as _save_table, figure as _figure, save_fig as _save_fig, row as _row
 
 R1_LINK, R2_LINK = "R1->R2", "R2->dst"
@@ -139,10 +140,10 @@ def _groups(exp, key, scale=1):
 
 
 def _chips(code, chip, bin_s, start, n_bins):
-    """s(t) per bin (for plots)."""
+    """s(t) at the middle of each bin of ``bin_s`` seconds: the code's signature repeated every
+    code period from ``start`` (s), zero before it."""
     t = (np.arange(n_bins) + 0.5) * bin_s - start
-    j = np.floor(t / chip).astype(int) % len(code)
-    return np.where(t >= 0, np.asarray(code)[j], 0)
+    return np.where(t >= 0, _signature(code, chip, np.mod(t, len(code) * chip)), 0.0)
 
 
 # ---- Figures 4 and 5: the signature in the aggregate rate ------------------------------------
