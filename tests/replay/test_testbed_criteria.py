@@ -13,19 +13,19 @@ from traceflow.experiments.testbed_replay import criteria_rows, format_rows, val
 
 RUNS = ["alpha1.35", "devcubic", "dev10m", "rtt3dev"]
 SLICE_S = 120.0
-#: Criteria known to fail, by (run, mode): asserted to fail exactly (a fix must update this).
-#: rtt3dev's handshakes carry 0.2-0.9 ms of relay and host jitter when their SYN/ACK met an idle
-#: bottleneck (median 0.43 ms over the pair's minimum, measured by the gap behind the previous
-#: downstream frame); path_rtt counts only the clean leg's ~0.05 ms as jitter, so the replay's
-#: handshakes sit at the pair minimum: medians agree (60.9 / 60.3 ms), KS 0.21.
-KNOWN = {("rtt3dev", "trace"): {"rtt_ks"}}
+#: Criteria a 120 s slice may miss by sampling noise, by (run, mode). rtt3dev's 8-16 kB transfers
+#: (131 in the slice) are bimodal, loss-free ones near 0.15 s and the rest from 0.21 s up: the
+#: measured median sits at the gap (0.151 s; bootstrap 90 % interval 0.134-0.218 s), so a replay
+#: median inside that interval can still miss by 27 %. The full run judges the bin on 314
+#: transfers (slow test; trace 0.016, model 0.34 on 2026-11-23).
+SLICE_MAY_MISS = {("rtt3dev", "trace"): {"fct 8k-16k"}, ("rtt3dev", "model"): {"fct 8k-16k"}}
 
 
-def _check(result, mode, run, name):
+def _check(result, mode, name, may_miss=frozenset()):
     rows = criteria_rows(result[mode], mode)
     print(f"\n{name} {mode} mode\n{format_rows(rows)}")
     failed = {r["criterion"].split(" median")[0] for r in rows if r["pass"] is False}
-    assert rows and failed == KNOWN.get((run, mode), set()), f"{name} {mode}: failed {failed}"
+    assert rows and failed <= may_miss, f"{name} {mode}: failed {failed}"
 
 
 @pytest.fixture(scope="module", params=RUNS)
@@ -38,13 +38,13 @@ def sliced(request, tmp_path_factory):
 @pytest.mark.parametrize("mode", ["trace", "model"])
 def test_slice_criteria(sliced, mode):
     run, result = sliced
-    _check(result, mode, run, f"{run} (first {SLICE_S:g} s)")
+    _check(result, mode, f"{run} (first {SLICE_S:g} s)", SLICE_MAY_MISS.get((run, mode), set()))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("run, mode", [(r, m) for r in RUNS for m in ("trace", "model")])
 def test_full_run_criteria(run, mode, tmp_path):
-    _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run, run)
+    _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run)
 
 
 #: Criteria a fresh reference run may miss by run-to-run variation of the real kernel. CUBIC at
@@ -57,8 +57,5 @@ MAY_MISS = {("tb_cubic_rtt3_10m", "trace"): {"loss_rate"}}
 @pytest.mark.parametrize("run, mode", [(r, m) for r in sorted(DELAYED_RUNS)
                                        for m in ("trace", "model")])
 def test_delayed_reference_run_criteria(run, mode, tmp_path):
-    result = validate(delayed_testbed_run(run), tmp_path, modes=(mode,))
-    rows = criteria_rows(result[mode], mode)
-    print(f"\n{run} {mode} mode\n{format_rows(rows)}")
-    failed = {r["criterion"].split(" median")[0] for r in rows if r["pass"] is False}
-    assert rows and failed <= MAY_MISS.get((run, mode), set()), f"{run} {mode}: failed {failed}"
+    _check(validate(delayed_testbed_run(run), tmp_path, modes=(mode,)), mode, run,
+           MAY_MISS.get((run, mode), set()))
