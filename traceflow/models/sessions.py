@@ -75,21 +75,27 @@ def fit_closed_loop(starts_s, ends_s, t0_s, t1_s):
 def exchanges_per_connection(packets):
     """Mean number of request/response exchanges per TCP connection that carried payload: a run
     of payload packets from the side that sent the first payload (the requester) starts an
-    exchange. 1.0 when every connection carries a single request and its response."""
+    exchange. 1.0 when every connection carries a single request and its response. ``packets``
+    in time order (as captured)."""
     lf = packets.lazy() if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets).lazy()
-    a = pl.col("src").bin.encode("hex") + ":" + pl.col("sport").cast(pl.Utf8)
-    b = pl.col("dst").bin.encode("hex") + ":" + pl.col("dport").cast(pl.Utf8)
+    # endpoints as (address hash, port) integers: comparing them orders a connection's two
+    # sides without building strings
+    ha, hb = pl.col("src").hash(1), pl.col("dst").hash(1)
+    fwd = (ha < hb) | ((ha == hb) & (pl.col("sport") < pl.col("dport")))
     syn = ((pl.col("tcp_flags") & SYN) != 0) & ((pl.col("tcp_flags") & ACK) == 0)
+    key = ["_h0", "_p0", "_h1", "_p1"]
     df = (lf.filter((pl.col("proto") == 6) & ((pl.col("payload_len") > 0) | syn))
-          .select("ts", "payload_len", syn=syn, fwd=a < b,
-                  key=pl.min_horizontal(a, b) + "|" + pl.max_horizontal(a, b))
-          .sort("key", "ts", maintain_order=True)
+          .select("payload_len", syn=syn, fwd=fwd,
+                  _h0=pl.when(fwd).then(ha).otherwise(hb),
+                  _p0=pl.when(fwd).then(pl.col("sport")).otherwise(pl.col("dport")),
+                  _h1=pl.when(fwd).then(hb).otherwise(ha),
+                  _p1=pl.when(fwd).then(pl.col("dport")).otherwise(pl.col("sport")))
           # a SYN on a 4-tuple starts a new connection (ports are reused over a long trace)
-          .with_columns(conn=pl.col("syn").cast(pl.Int32).cum_sum().over("key"))
+          .with_columns(conn=pl.col("syn").cast(pl.Int32).cum_sum().over(key))
           .filter(pl.col("payload_len") > 0)
-          .with_columns(requester=pl.col("fwd").first().over("key", "conn"),
-                        turn=pl.col("fwd") != pl.col("fwd").shift(1).over("key", "conn"))
-          .group_by("key", "conn")
+          .with_columns(requester=pl.col("fwd").first().over(*key, "conn"),
+                        turn=pl.col("fwd") != pl.col("fwd").shift(1).over(*key, "conn"))
+          .group_by(*key, "conn")
           .agg(exchanges=((pl.col("fwd") == pl.col("requester"))
                           & pl.col("turn").fill_null(True)).sum())
           .select(pl.col("exchanges").mean())
