@@ -125,7 +125,7 @@ def infer_hosts(packets, *, min_flows=5):
     header = _mode(full["header"].to_numpy()) if full.height else None
 
     legs = _handshake_legs(df)
-    vantage = _vantage(legs)
+    where = vantage(legs)
     iw, iw_n = _initial_window(df, legs, seg)
     rwnd = _receiver_window(df)
     rto, rto_n = _min_rto(df)
@@ -135,13 +135,13 @@ def infer_hosts(packets, *, min_flows=5):
         segment_size=None if seg is None else int(seg),
         initial_window=iw if iw_n >= min_flows else None,
         initial_window_flows=iw_n,
-        initial_window_observable=vantage == "sender",
+        initial_window_observable=where == "sender",
         receiver_window=rwnd,
         min_rto_s=rto,
         rto_samples=rto_n,
         delayed_ack=None if spa is None else bool(spa >= 1.5),
         segments_per_ack=spa,
-        vantage=vantage,
+        vantage=where,
         header_bytes=None if header is None else int(header),
     )
 
@@ -155,9 +155,12 @@ def _receiver_leg(legs):
     return (pl.when(pl.col("sender_is_server")).then(pl.col("leg_ack")).otherwise(pl.col("leg_syn")))
 
 
-def _vantage(legs):
+def vantage(legs):
     """'sender' when the capture sits next to the data senders (their handshake leg is the short
-    one), 'receiver' when next to the receivers, 'unknown' without handshakes."""
+    one), 'receiver' when next to the receivers, 'unknown' without handshakes (or mid-path).
+
+    ``legs``: one row per connection with ``leg_syn`` (SYN → SYN/ACK, s), ``leg_ack`` (SYN/ACK →
+    first ACK, s) and ``sender_is_server`` (the server sent more payload)."""
     v = legs.select(s=_sender_leg(legs), r=_receiver_leg(legs)).drop_nulls()
     if v.height == 0:
         return "unknown"

@@ -18,6 +18,78 @@ from traceflow.flows.lifetimes import ccdf
 SPECTRUM_UNIT = 1e-5  # seconds: the paper's x axis is log10(RTT / 10^-5)
 RTT_COLUMNS = ("rtt_min3", "rtt_handshake", "rtt_syn", "rtt_ack", "rtt_data1", "rtt_data2")
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+#: medians of two RTT columns further apart than this factor draw a warning
+DISAGREEMENT_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class RTTColumn:
+    """Which RTT column a command analyses (:func:`rtt_column`): the ``column``, the capture's
+    ``vantage`` point ("sender", "receiver" or "unknown"), why (``reason``) and a ``warning``
+    when the candidate columns disagree strongly (None otherwise)."""
+
+    column: str
+    vantage: str
+    reason: str
+    warning: str | None = None
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def flow_vantage(flows):
+    """The capture's vantage point from a flow table's handshake legs, by
+    :func:`traceflow.flows.hosts.vantage` (the rule ``fit`` applies to packets): "sender",
+    "receiver" or "unknown"."""
+    from traceflow.flows.hosts import vantage
+
+    need = {"rtt_syn", "rtt_ack", "payload_bytes_c2s", "payload_bytes_s2c"}
+    if not need <= set(flows.columns):
+        return "unknown"
+    legs = flows.filter(pl.col("proto") == 6).select(
+        leg_syn="rtt_syn", leg_ack="rtt_ack",
+        sender_is_server=pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s"))
+    return vantage(legs)
+
+
+def rtt_column(flows):
+    """The RTT column every command uses by default (``rtt``, ``report``, ``fit``, ``compare``).
+
+    ``rtt_handshake`` (SYN → final ACK, Wireshark's initial_rtt) spans the whole path from any
+    vantage point: its two legs are capture → server → capture and capture → client → capture.
+    ``rtt_min3`` (the lifetime paper's minimum of three samples, taken at a gateway) holds one leg
+    only, and at a capture next to either end host one of its samples is that host's own reaction
+    time (final ACK → request at a client-side capture): ~0, not a round trip. So the default is
+    ``rtt_handshake``; ``rtt_min3`` only when fewer than half as many flows have an ``rtt_handshake`` (e.g.
+    SYNs retransmitted everywhere, Karn's rule) and the capture is not next to an end host. A
+    warning says when the medians of the two columns, over the flows that have both, differ by
+    more than :data:`DISAGREEMENT_FACTOR` times.
+    """
+    where = flow_vantage(flows)
+    tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    have = {c: int(tcp.select((pl.col(c) > 0).sum()).item()) if c in tcp.columns else 0
+            for c in ("rtt_handshake", "rtt_min3")}
+    if 2 * have["rtt_handshake"] >= have["rtt_min3"] or where != "unknown":
+        column = "rtt_handshake"
+        reason = (f"capture next to the data {where}s: rtt_min3 would time a host's own reaction"
+                  if where != "unknown" else "the whole path (SYN to final ACK) from any vantage "
+                  "point")
+    else:
+        column = "rtt_min3"
+        reason = (f"{have['rtt_min3']} flows have rtt_min3, {have['rtt_handshake']} "
+                  "rtt_handshake, and the capture is not next to an end host")
+    warning = None
+    if min(have.values()) > 0:
+        both = tcp.filter((pl.col("rtt_handshake") > 0) & (pl.col("rtt_min3") > 0))
+        if both.height:
+            hs = float(both["rtt_handshake"].median())
+            m3 = float(both["rtt_min3"].median())
+            ratio = max(hs, m3) / min(hs, m3)
+            if ratio > DISAGREEMENT_FACTOR:
+                warning = (f"RTT columns disagree {ratio:.0f}x: median rtt_handshake "
+                           f"{hs * 1e3:.3g} ms vs rtt_min3 {m3 * 1e3:.3g} ms over {both.height} "
+                           f"flows (vantage point: {where}); using {column}")
+    return RTTColumn(column, where, reason, warning)
 
 
 def rtt_values(flows, column="rtt_min3"):

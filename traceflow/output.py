@@ -1,0 +1,147 @@
+"""Writing tables: the format comes from the output's suffix, one implementation for every command.
+
+======================  ==========================================================
+suffix                  format
+======================  ==========================================================
+``.parquet``            Parquet (zstd), types kept exactly
+``.arrow`` ``.ipc``     Arrow IPC file (Feather v2), types kept exactly
+``.feather``
+``.csv`` / ``.tsv``     comma / tab separated text with a header row
+``.json`` ``.jsonl``    JSON lines: one object per row
+``.ndjson``
+``-``                   a table printed on stdout (the first ``head`` rows)
+======================  ==========================================================
+
+Any other suffix is an error (naming the path), raised by :func:`table_format` before any work is
+done, so ``-o flows.xlsx`` never silently writes Parquet. Text formats and the printed table show
+values as people read them: 16-byte addresses as text (:mod:`traceflow.pcap.addresses`), durations
+as float seconds, timestamps in UTC with the offset written out (``2024-03-01T12:00:00+00:00``).
+Files are written atomically (:mod:`traceflow.atomic`).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from traceflow.errors import TraceflowError
+
+STDOUT = "-"
+SUFFIXES = {".parquet": "parquet", ".arrow": "arrow", ".ipc": "arrow", ".feather": "arrow",
+            ".csv": "csv", ".tsv": "tsv", ".json": "jsonl", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+TEXT_FORMATS = ("csv", "tsv", "jsonl", "stdout")
+DEFAULT_HEAD = 20
+
+
+def table_format(path) -> str:
+    """The format of output ``path`` from its suffix (``"stdout"`` for ``-``); an unknown suffix is
+    a :class:`TraceflowError` naming the path."""
+    if str(path) == STDOUT:
+        return "stdout"
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        known = " ".join(dict.fromkeys(SUFFIXES))
+        raise TraceflowError(f"unknown table format {suffix or '(no suffix)'!r}: use one of "
+                             f"{known}, or - to print a table", path=path)
+    return SUFFIXES[suffix]
+
+
+def readable(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with the columns text formats cannot hold as they are made readable: binary
+    addresses as text, durations as float seconds, naive timestamps marked UTC."""
+    from traceflow.pcap.addresses import address_strings
+
+    cols = []
+    for name, dtype in frame.schema.items():
+        col = pl.col(name)
+        if dtype == pl.Binary:
+            cols.append(address_strings(frame.get_column(name)))
+        elif isinstance(dtype, pl.Duration):
+            cols.append(col.dt.total_nanoseconds().cast(pl.Float64) / 1e9)
+        elif isinstance(dtype, pl.Datetime) and dtype.time_zone is None:
+            cols.append(col.dt.replace_time_zone("UTC"))
+    return frame.with_columns(cols) if cols else frame
+
+
+class TableSink:
+    """Write a table batch by batch (Polars frames or Arrow record batches) to ``path`` in the
+    format of its suffix; the file appears only when the ``with`` block succeeds.
+
+    ``head``: rows printed when ``path`` is ``-`` (default :data:`DEFAULT_HEAD`; None = all).
+    ``out``: the stream ``-`` prints to (stdout)."""
+
+    def __init__(self, path, *, head=DEFAULT_HEAD, out=None):
+        self.path, self.format, self.head = path, table_format(path), head
+        self.out = out
+        self.rows = 0
+        self._writer = None
+        self._kept = []
+
+    def __enter__(self):
+        self._stack = contextlib.ExitStack()
+        if self.format != "stdout":
+            from traceflow.atomic import atomic_path
+
+            self._tmp = self._stack.enter_context(atomic_path(self.path))
+        return self
+
+    def write(self, batch):
+        frame = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
+        if isinstance(frame, pl.Series):
+            frame = frame.to_frame()
+        self.rows += frame.height
+        if self.format == "stdout":
+            if self.head is None or sum(f.height for f in self._kept) < self.head:
+                self._kept.append(frame)
+            return
+        if self.format in ("csv", "tsv", "jsonl"):
+            frame = readable(frame)
+        if self._writer is None:
+            self._writer = self._open(frame)
+        if self.format in ("parquet", "arrow"):
+            self._writer.write_table(frame.to_arrow())
+        elif self.format == "jsonl":
+            frame.write_ndjson(self._writer)
+        else:
+            frame.write_csv(self._writer, separator="\t" if self.format == "tsv" else ",",
+                            include_header=self.rows == frame.height)
+
+    def _open(self, frame):
+        import pyarrow.parquet as pq
+
+        schema = frame.to_arrow().schema
+        if self.format == "parquet":
+            return self._stack.enter_context(pq.ParquetWriter(self._tmp, schema,
+                                                              compression="zstd"))
+        if self.format == "arrow":
+            return self._stack.enter_context(pa.ipc.new_file(str(self._tmp), schema))
+        return self._stack.enter_context(open(self._tmp, "wb"))
+
+    def __exit__(self, *exc):
+        if exc[0] is None and self.format == "stdout":
+            kept = pl.concat(self._kept, how="vertical_relaxed") if self._kept else pl.DataFrame()
+            print_table(kept, head=self.head, total=self.rows, out=self.out)
+        return self._stack.__exit__(*exc)
+
+
+def write_table(table, path, *, head=DEFAULT_HEAD, out=None):
+    """Write a whole table (Polars frame or Arrow table) to ``path`` (:class:`TableSink`);
+    returns the number of rows."""
+    with TableSink(path, head=head, out=out) as sink:
+        sink.write(table if isinstance(table, pl.DataFrame) else pl.from_arrow(table))
+    return sink.rows
+
+
+def print_table(frame: pl.DataFrame, *, head=DEFAULT_HEAD, total=None, out=None):
+    """Print the first ``head`` rows of ``frame`` as an aligned table, every column shown."""
+    out = out or sys.stdout
+    total = frame.height if total is None else total
+    shown = readable(frame if head is None else frame.head(head))
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=60,
+                   tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+        print(shown, file=out)
+    if shown.height < total:
+        print(f"({shown.height} of {total} rows; --head N shows more)", file=out)
