@@ -33,7 +33,7 @@ class _Bar:
 
 
 @click.command("simulate")
-@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.argument("scenario", metavar="SCENARIO")
 @click.option("--set", "overrides", multiple=True, metavar="PATH.KEY=VALUE",
               help="Override a scenario value (TOML syntax), e.g. --set topology.bottleneck.rate=5e6.")
 @click.option("--seed", type=int, default=None, help="Replace simulation.seed.")
@@ -43,11 +43,20 @@ class _Bar:
               help="Progress bar on stderr (default: when stderr is a terminal).")
 @json_option
 def command(scenario, overrides, seed, run_dir, progress, as_json):
-    """Run SCENARIO.toml in the packet-level simulator and write RUN_DIR
-    (summary.json, flows/transfers/series/queue/links Parquet tables, scenario.json, pcaps)."""
+    """Run SCENARIO (a TOML file, or the name of a bundled scenario: traceflow scenarios list)
+    in the packet-level simulator and write RUN_DIR (summary.json,
+    flows/transfers/series/queue/links Parquet tables, scenario.json, pcaps).
+
+    \b
+    Examples:
+      traceflow simulate dumbbell -o runs/db
+      traceflow simulate dumbbell -o runs/vegas --set tcp.cc="vegas" --seed 2
+      traceflow simulate my_scenario.toml -o runs/mine --json
+    """
+    from traceflow.replays import resolve_scenario
     from traceflow.sim import load_scenario, run
 
-    sc = load_scenario(scenario, overrides, seed)
+    sc = load_scenario(resolve_scenario(scenario), overrides, seed)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _Bar() if show else None
     try:

@@ -36,6 +36,8 @@ def atomic_dir(path):
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        # mkdtemp creates 0700; give the output the permissions a plain mkdir() would
+        tmp.chmod(0o777 & ~_umask())
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)

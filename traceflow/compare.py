@@ -209,8 +209,13 @@ def _run_side(path, capacity_bps):
         raise InputFormatError(f"invalid summary.json: {exc.msg}", path=path / "summary.json") from None
     from traceflow.pcap.reader import read_packets
 
+    # the run's own span (from 0 to its duration), so the throughput is the one summary.json
+    # reports even when the first or last seconds carry no packet
+    duration = summary.get("duration_s")
+    end_ns = int(round(duration * 1e9)) if isinstance(duration, (int, float)) else None
     a = analytics_from_packets(read_packets(run_pcap(path, summary)), source=str(path), kind="run",
-                               capacity_bps=capacity_bps or summary.get("bottleneck_rate_bps"))
+                               capacity_bps=capacity_bps or summary.get("bottleneck_rate_bps"),
+                               start_ns=0 if end_ns else None, end_ns=end_ns)
     loss = summary.get("loss_rate")
     a.run_loss_rate = float(loss) if isinstance(loss, (int, float)) else None
     return a
@@ -308,11 +313,13 @@ def _ks(a, b):
 
 
 def _metric(name, measured, predicted, error, tolerances, **extra):
+    """One metric's entry; ``pass`` is None ("n/a") when its error cannot be computed (a side
+    lacks what it needs, e.g. no capacity for utilization), never a failure."""
     measure, default = DEFAULT_TOLERANCES[name]
     tol = tolerances.get(name, default)
-    ok = bool(np.isfinite(error) and error <= tol) if error is not None else False
+    computable = error is not None and bool(np.isfinite(error))
     out = {"measured": measured, "predicted": predicted, "measure": measure,
-           "error": error, "tolerance": tol, "pass": ok}
+           "error": error, "tolerance": tol, "pass": bool(error <= tol) if computable else None}
     out.update(extra)
     return out
 
@@ -396,12 +403,18 @@ def compare(measured: Analytics, predicted: Analytics, tolerances=None):
         "levels", None if lt_m is None else lt_m.tolist(), None if lt_p is None else lt_p.tolist(),
         level_distance(lt_m, lt_p), tolerances, scale_s=LEVEL_SCALE_S, h=LEVELS_H)
 
-    return {
-        "measured": _side_info(measured), "predicted": _side_info(predicted),
-        "metrics": metrics,
-        "pass": all(m["pass"] for m in metrics.values()),
-        "failed": [k for k, m in metrics.items() if not m["pass"]],
-    }
+    return verdict({"measured": _side_info(measured), "predicted": _side_info(predicted),
+                    "metrics": metrics})
+
+
+def verdict(result):
+    """``result`` with its overall verdict: ``failed`` (metrics outside their tolerance),
+    ``not_computed`` (n/a), and ``pass`` when nothing failed and something was judged."""
+    metrics = result["metrics"]
+    result["failed"] = [k for k, m in metrics.items() if m["pass"] is False]
+    result["not_computed"] = [k for k, m in metrics.items() if m["pass"] is None]
+    result["pass"] = not result["failed"] and len(result["not_computed"]) < len(metrics)
+    return result
 
 
 def _summary(x):
@@ -428,24 +441,3 @@ def compare_paths(measured, predicted, *, tolerances=None, capacity_bps=None):
         m.capacity_bps = m.capacity_bps or cap
         p.capacity_bps = p.capacity_bps or cap
     return compare(m, p, tolerances)
-
-
-def format_table(result):
-    """A plain-text table of the comparison (one metric per line)."""
-    lines = [f"{'metric':<22}{'measured':>14}{'predicted':>14}{'error':>10}{'tol':>8}  pass"]
-    for name, m in result["metrics"].items():
-        lines.append(f"{name:<22}{_fmt(m['measured']):>14}{_fmt(m['predicted']):>14}"
-                     f"{_fmt(m['error']):>10}{_fmt(m['tolerance']):>8}  {'yes' if m['pass'] else 'NO'}")
-    return "\n".join(lines)
-
-
-def _fmt(v):
-    if isinstance(v, dict):
-        v = v.get("median", math.nan)
-    if isinstance(v, list):
-        return f"[{len(v)}]"
-    if v is None:
-        return "-"
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan"
-    return f"{v:.4g}"

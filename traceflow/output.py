@@ -67,15 +67,16 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 class TableSink:
-    """Write a table batch by batch (Polars frames or Arrow record batches) to ``path`` in the
-    format of its suffix; the file appears only when the ``with`` block succeeds.
+    """Write a table batch by batch (Polars frames, Arrow tables or record batches) to ``path`` in
+    the format of its suffix; the file appears only when the ``with`` block succeeds.
 
-    ``head``: rows printed when ``path`` is ``-`` (default :data:`DEFAULT_HEAD`; None = all).
-    ``out``: the stream ``-`` prints to (stdout)."""
+    Parquet and Arrow keep the batches' Arrow types exactly (``schema``, an Arrow schema, is
+    written even when no batch comes). ``head``: rows printed when ``path`` is ``-`` (default
+    :data:`DEFAULT_HEAD`; None = all). ``out``: the stream ``-`` prints to (stdout)."""
 
-    def __init__(self, path, *, head=DEFAULT_HEAD, out=None):
+    def __init__(self, path, *, schema=None, head=DEFAULT_HEAD, out=None):
         self.path, self.format, self.head = path, table_format(path), head
-        self.out = out
+        self.schema, self.out = schema, out
         self.rows = 0
         self._writer = None
         self._kept = []
@@ -89,41 +90,50 @@ class TableSink:
         return self
 
     def write(self, batch):
+        if isinstance(batch, pa.RecordBatch):
+            batch = pa.Table.from_batches([batch])
+        self.rows += batch.num_rows if isinstance(batch, pa.Table) else batch.height
+        if self.format in ("parquet", "arrow"):
+            table = batch if isinstance(batch, pa.Table) else batch.to_arrow()
+            self._open(table.schema).write_table(table)
+            return
         frame = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
-        if isinstance(frame, pl.Series):
-            frame = frame.to_frame()
-        self.rows += frame.height
         if self.format == "stdout":
             if self.head is None or sum(f.height for f in self._kept) < self.head:
                 self._kept.append(frame)
             return
-        if self.format in ("csv", "tsv", "jsonl"):
-            frame = readable(frame)
-        if self._writer is None:
-            self._writer = self._open(frame)
-        if self.format in ("parquet", "arrow"):
-            self._writer.write_table(frame.to_arrow())
-        elif self.format == "jsonl":
-            frame.write_ndjson(self._writer)
+        frame = readable(frame)
+        first = self._writer is None
+        out = self._open(None)
+        if self.format == "jsonl":
+            frame.write_ndjson(out)
         else:
-            frame.write_csv(self._writer, separator="\t" if self.format == "tsv" else ",",
-                            include_header=self.rows == frame.height)
+            frame.write_csv(out, separator="\t" if self.format == "tsv" else ",",
+                            include_header=first)
 
-    def _open(self, frame):
+    def _open(self, schema):
+        if self._writer is not None:
+            return self._writer
         import pyarrow.parquet as pq
 
-        schema = frame.to_arrow().schema
         if self.format == "parquet":
-            return self._stack.enter_context(pq.ParquetWriter(self._tmp, schema,
-                                                              compression="zstd"))
-        if self.format == "arrow":
-            return self._stack.enter_context(pa.ipc.new_file(str(self._tmp), schema))
-        return self._stack.enter_context(open(self._tmp, "wb"))
+            writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+        elif self.format == "arrow":
+            writer = pa.ipc.new_file(str(self._tmp), schema)
+        else:
+            writer = open(self._tmp, "wb")
+        self._writer = self._stack.enter_context(writer)
+        return self._writer
 
     def __exit__(self, *exc):
-        if exc[0] is None and self.format == "stdout":
-            kept = pl.concat(self._kept, how="vertical_relaxed") if self._kept else pl.DataFrame()
-            print_table(kept, head=self.head, total=self.rows, out=self.out)
+        if exc[0] is None:
+            if self.format == "stdout":
+                kept = pl.concat(self._kept, how="vertical_relaxed") if self._kept else \
+                    pl.DataFrame(schema=pl.from_arrow(self.schema.empty_table()).schema
+                                 if self.schema is not None else None)
+                print_table(kept, head=self.head, total=self.rows, out=self.out)
+            elif self._writer is None and self.schema is not None:
+                self.write(self.schema.empty_table())  # an empty table still has its columns
         return self._stack.__exit__(*exc)
 
 
@@ -131,7 +141,7 @@ def write_table(table, path, *, head=DEFAULT_HEAD, out=None):
     """Write a whole table (Polars frame or Arrow table) to ``path`` (:class:`TableSink`);
     returns the number of rows."""
     with TableSink(path, head=head, out=out) as sink:
-        sink.write(table if isinstance(table, pl.DataFrame) else pl.from_arrow(table))
+        sink.write(table)
     return sink.rows
 
 

@@ -93,6 +93,8 @@ def value(x, unit=""):
     unit)."""
     if missing(x):
         return NA
+    if isinstance(x, str):
+        return x
     fmt = FORMATTERS.get(unit)
     if fmt is not None:
         return fmt(x)

@@ -83,7 +83,8 @@ FLOW_SCHEMA = {
 def flows(packets, *, idle_timeout=300.0, partitions=1):
     """Build the flow table of a packets table (see the module docstring for the rules).
 
-    ``packets``: a pyarrow Table, Polars DataFrame or LazyFrame with the packets schema
+    ``packets``: the path of a capture or packets Parquet table, or a pyarrow Table, Polars
+    DataFrame or LazyFrame with the packets schema
     (:mod:`traceflow.pcap.schema`; only ts, wirelen, ip_version, src, dst, ip_len, proto, sport,
     dport, tcp_flags, seq, payload_len are read). ``idle_timeout``: seconds. ``partitions``: split
     the work into that many disjoint sets of endpoint pairs (hash of the pair), each collected
@@ -94,7 +95,7 @@ def flows(packets, *, idle_timeout=300.0, partitions=1):
     """
     if idle_timeout is None or not idle_timeout > 0:
         raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
-    lf = _as_lazy(packets)
+    lf = scan_packets(packets) if isinstance(packets, (str, Path)) else _as_lazy(packets)
     missing = [c for c in _PACKET_COLUMNS if c not in lf.collect_schema().names()]
     if missing:
         raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")

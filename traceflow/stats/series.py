@@ -284,7 +284,8 @@ def is_timed(path) -> bool:
 
 
 def read_packets(path) -> pl.DataFrame:
-    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame."""
+    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame
+    (``traceflow.load_packets``)."""
     from traceflow.pcap.reader import read_packets as _read  # lazy: the decoder is heavy
 
     return _as_frame(_read(path))
@@ -368,3 +369,6 @@ def column_values(df: pl.DataFrame, column: str, *, path=None) -> np.ndarray:
     elif not s.dtype.is_numeric() and s.dtype != pl.Boolean:
         raise InputFormatError(f"column {column!r} is {s.dtype}, not numeric", path=path)
     return s.drop_nulls().cast(pl.Float64).to_numpy()
+
+
+load_packets = read_packets
