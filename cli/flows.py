@@ -85,12 +85,12 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, executor, w
 
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
-    dataset = bool(output) and output != "-" and check_dataset_output(
+    to_dataset = bool(output) and output != "-" and check_dataset_output(
         output, dataset, None, executor, workers, scheduler)
-    if dataset and row_filter(filter_, proto) is not None:
+    if to_dataset and row_filter(filter_, proto) is not None:
         raise TraceflowError("--filter/--proto apply to a flow table, not to a --dataset "
                              "(filter when reading it)")
-    if dataset:
+    if to_dataset:
         info = flows_dataset(inputs, output, idle_timeout=idle_timeout, partitions=partitions,
                              executor=resolve_executor(executor, scheduler), workers=workers,
                              scheduler=scheduler)

@@ -43,9 +43,9 @@ class ByteSize(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-def _format_for(dst, fmt):
-    """The table format of ``dst`` (its suffix, :mod:`traceflow.output`); ``--format``, when
-    given, must agree."""
+def check_format(dst, fmt):
+    """The table format of the user's output ``dst`` (its suffix, :mod:`traceflow.output`);
+    ``--format``, when given, must agree."""
     from traceflow.output import table_format
 
     found = table_format(dst)
@@ -56,8 +56,9 @@ def _format_for(dst, fmt):
 
 def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_size=65536,
                  progress_cb=None, chunk=None, head=None):
-    """Decode the captures ``srcs`` in order into one table at ``dst`` (written atomically, in the
-    format of its suffix: :mod:`traceflow.output`; ``-`` prints the first ``head`` rows);
+    """Decode the captures ``srcs`` in order into one table at ``dst`` (written atomically, in
+    format ``fmt``, by default that of its suffix: :mod:`traceflow.output`; ``-`` prints the first
+    ``head`` rows);
     ``chunk`` (a :class:`traceflow.pcap.reader.Chunk` of the one source) decodes only that chunk.
 
     Returns a JSON-able summary: packets, per-protocol counts, skipped records/bytes, unsupported
@@ -68,9 +69,8 @@ def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_
     from traceflow.pcap.reader import ReadStats, iter_batches
     from traceflow.pcap.schema import PACKET_SCHEMA
 
-    fmt = _format_for(dst, fmt)
     files = []
-    with TableSink(dst, schema=PACKET_SCHEMA, head=head or DEFAULT_HEAD) as sink:
+    with TableSink(dst, schema=PACKET_SCHEMA, head=head or DEFAULT_HEAD, fmt=fmt) as sink:
         for src in srcs:
             stats, summary = ReadStats(), ProtocolCounts()
             for batch in iter_batches(src, decoder=decoder, on_error=on_error,
@@ -80,7 +80,7 @@ def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_
                 summary.add(batch)
             files.append({**stats.as_dict(), "protocols": summary.counts,
                           "ip_bytes": summary.ip_bytes})
-    return {"output": str(dst), "format": fmt, "decoder": decoder, **totals(files)}
+    return {"output": str(dst), "format": sink.format, "decoder": decoder, **totals(files)}
 
 
 def totals(files):
@@ -97,6 +97,7 @@ def totals(files):
         "records": sum(f["records"] for f in files),
         "skipped_records": sum(f["skipped_records"] for f in files),
         "skipped_bytes": sum(f["skipped_bytes"] for f in files),
+        "truncated_bytes": sum(f["truncated_bytes"] for f in files),
         "unsupported_linktypes": unsupported,
         "bytes_read": sum(f["bytes"] for f in files),
         "ip_bytes": sum(f["ip_bytes"] for f in files),
@@ -147,7 +148,7 @@ def _add_up(entries):
     """One file's summary from the summaries of its chunks."""
     out = dict(entries[0])
     for key in ("records", "packets", "skipped_records", "skipped_bytes", "interfaces", "bytes",
-                "ip_bytes"):
+                "ip_bytes", "truncated_bytes"):
         out[key] = sum(e[key] for e in entries)
     out["protocols"] = {k: sum(e["protocols"][k] for e in entries) for k in out["protocols"]}
     unsupported = {}
@@ -231,7 +232,7 @@ def command(pcaps, output, head, dataset, fmt, decoder, on_error, batch_size, ch
     else:
         if chunk_size is not None:
             raise TraceflowError("--chunk-size needs --dataset (one Parquet part per chunk)")
-        _format_for(output, fmt)  # an unknown suffix fails before the work
+        fmt = check_format(output, fmt)  # an unknown suffix fails before the work
         srcs = expand_paths(pcaps, CAPTURE_PATTERNS)
         opts["head"] = head
         if sys.stderr.isatty() and output != "-":

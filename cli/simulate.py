@@ -5,11 +5,6 @@ import click
 
 from traceflow.cli.options import echo_json, json_option
 
-_KEYS = ("duration_s", "throughput_bps", "link_utilization", "goodput_bps", "loss_rate",
-         "retransmission_rate", "reliable_throughput", "mean_queue_pkts", "buffer_occupancy",
-         "flows", "transfers", "transfers_completed", "wall_s")
-
-
 class _Bar:
     """Progress bar over simulated seconds, shown for runs that take more than a moment."""
 
@@ -68,6 +63,23 @@ def command(scenario, overrides, seed, run_dir, progress, as_json):
     if as_json:
         echo_json({"run_dir": str(run_dir), **result.summary})
     else:
-        s = result.summary
-        click.echo(f"{run_dir}: " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float)
-                                               else f"{k}={s[k]}" for k in _KEYS))
+        click.echo(format_summary(run_dir, result.summary))
+
+
+def format_summary(run_dir, s):
+    """A run's headline numbers in human units (``n/a`` where a quantity has no value)."""
+    from traceflow import units
+
+    return "\n".join([
+        f"wrote {run_dir} ({units.duration(s['duration_s'])} simulated in "
+        f"{units.duration(s['wall_s'])})",
+        f"bottleneck: throughput {units.rate(s['throughput_bps'])}, goodput "
+        f"{units.rate(s['goodput_bps'])}, utilization {units.number(s['link_utilization'])}, "
+        f"mean queue {units.number(s['mean_queue_pkts'])} packets (buffer occupancy "
+        f"{units.share(s['buffer_occupancy'])})",
+        f"loss {units.share(s['loss_rate'])}, retransmissions "
+        f"{units.share(s['retransmission_rate'])}, reliable throughput "
+        f"{units.share(s['reliable_throughput'])}",
+        f"{s['flows']:,} flows, {s['transfers_completed']:,} of {s['transfers']:,} transfers "
+        "completed",
+    ])

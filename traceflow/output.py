@@ -72,10 +72,12 @@ class TableSink:
 
     Parquet and Arrow keep the batches' Arrow types exactly (``schema``, an Arrow schema, is
     written even when no batch comes). ``head``: rows printed when ``path`` is ``-`` (default
-    :data:`DEFAULT_HEAD`; None = all). ``out``: the stream ``-`` prints to (stdout)."""
+    :data:`DEFAULT_HEAD`; None = all). ``out``: the stream ``-`` prints to (stdout). ``fmt``
+    overrides the suffix (for temporary names chosen by the caller, not by the user)."""
 
-    def __init__(self, path, *, schema=None, head=DEFAULT_HEAD, out=None):
-        self.path, self.format, self.head = path, table_format(path), head
+    def __init__(self, path, *, schema=None, head=DEFAULT_HEAD, out=None, fmt=None):
+        self.path, self.head = path, head
+        self.format = fmt or table_format(path)
         self.schema, self.out = schema, out
         self.rows = 0
         self._writer = None

@@ -236,7 +236,9 @@ def _rtt(c, flows):
     from traceflow import units
     from traceflow.flows import rtt
 
-    choice = rtt.rtt_column(flows.filter(pl.col("proto") == 6))
+    if "proto" in flows.columns:
+        flows = flows.filter(pl.col("proto") == 6)
+    choice = rtt.rtt_column(flows)
     column = choice.column
     x = rtt.rtt_values(flows, column)
     if x.size < MIN_RTT_SAMPLES:
