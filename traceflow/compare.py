@@ -111,7 +111,8 @@ def data_direction(packets):
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
     tcp = connections(df)
     keep = ["ts", "ip_len", "payload_len"]
-    out = tcp.filter(pl.col("sender")).select(keep)
+    # no TCP packets: no connections, so no "sender" column either
+    out = tcp.filter(pl.col("sender")).select(keep) if tcp.height else df.select(keep).head(0)
     other = df.filter(pl.col("proto") != 6).select(keep)
     return pl.concat([out, other]).sort("ts")
 
