@@ -106,8 +106,3 @@ def check_json_output(path):
 
     if path is not None and Path(path).suffix.lower() != ".json":
         raise TraceflowError("this output is JSON: give it a .json name", path=path)
-
-
-def warn_line(message):
-    """One ``traceflow: warning:`` line on stderr."""
-    click.echo(f"traceflow: warning: {message}", err=True)

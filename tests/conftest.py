@@ -80,3 +80,20 @@ def tshark_fields(capture, *fields, display_filter=None):
         cmd += ["-e", field]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
     return [line.split("\t") for line in out.splitlines()]
+
+
+def nolds_measures():
+    """nolds' ``measures`` module (DFA, R/S reference implementations), or skip without nolds.
+    nolds 0.6.3's package ``__init__`` fails on Python 3.11 (its datasets loader); measures.py
+    stands alone."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("nolds")
+    if spec is None:
+        pytest.skip("nolds not installed")
+    mspec = importlib.util.spec_from_file_location(
+        "nolds_measures", os.path.join(spec.submodule_search_locations[0], "measures.py"))
+    module = importlib.util.module_from_spec(mspec)
+    mspec.loader.exec_module(module)
+    return module

@@ -114,14 +114,20 @@ def test_series_writes_csv_and_json_outputs_refuse_other_suffixes(tmp_path):
         assert isinstance(res.exception, TraceflowError) and ".json" in str(res.exception)
 
 
-def test_output_directories_get_the_umask_permissions(tmp_path):
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_output_directories_get_the_umask_permissions(tmp_path, umask):
     capture = shared_path("captures", "zeek_wikipedia.pcap")
-    old = os.umask(0o022)
+    old = os.umask(umask)
     try:
-        res = invoke("report", capture, "-o", tmp_path / "report")
+        runs = [invoke("simulate", "dumbbell", "-o", tmp_path / "run", "--set",
+                       "simulation.duration=0.2"),
+                invoke("flows", capture, "-o", tmp_path / "flows", "--dataset")]
     finally:
         os.umask(old)
-    assert res.exit_code == 0, res.output
-    # not the 0700 of a temporary directory
-    assert stat.S_IMODE((tmp_path / "report").stat().st_mode) == 0o755
-    assert stat.S_IMODE((tmp_path / "report" / "index.html").stat().st_mode) == 0o644
+    for res in runs:
+        assert res.exit_code == 0, res.output
+    for name in ("run", "flows"):
+        # not the 0700 of a temporary directory
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o777 & ~umask
+        for f in (tmp_path / name).iterdir():
+            assert stat.S_IMODE(f.stat().st_mode) == 0o666 & ~umask, f

@@ -38,6 +38,7 @@ def test_rtt_picks_the_whole_path_at_either_end(tmp_path, side, vantage):
         assert np.median(min3) < lo / 10, client  # what the old default reported
 
 
+@pytest.mark.slow
 def test_report_and_fit_use_the_same_column(tmp_path):
     capture = shared_path("testbed", "rtt3dev", "client_side.pcap.gz")
     report = json.loads(invoke("report", capture, "-o", tmp_path / "r", "--json").stdout)

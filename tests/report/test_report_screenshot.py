@@ -60,6 +60,10 @@ def test_page_has_human_units_utc_and_quality(report):
     rows = {r["quantity"]: r for r in summary["sections"][0]["rows"]}
     assert rows["mean rate"]["value"].endswith("kbit/s") and rows["mean rate"]["unit"] == "bit/s"
     assert rows["first packet"]["value"] == "2017-01-13 14:50:30.789585 UTC"
+    # the RTT column of this receiver-side capture: the one rtt and fit pick (tshark's 46.1 ms)
+    assert rows["RTT median"]["note"].startswith("rtt_handshake")
+    assert rows["RTT median"]["value"] == "46.1 ms"
+    assert any("RTT columns disagree" in w for w in summary["sections"][0]["warnings"])
 
 
 def test_axes_state_seconds_and_milliseconds(monkeypatch, tmp_path):

@@ -2,14 +2,12 @@
 (:mod:`traceflow.stats.quality`). Oracles: ``powerlaw`` (Clauset et al.'s code: KS distance and
 likelihood-ratio tests at our xmin), ``nolds`` (R/S that skips zero-variance blocks, DFA), and the
 testbed's known Pareto(1.35) transfer sizes."""
-import importlib.util
 import json
 import math
-import os
 import warnings
 
 import pytest
-from conftest import invoke, shared_path
+from conftest import invoke, nolds_measures, shared_path
 
 from traceflow.stats.quality import KS_CRITICAL_5, LR_P
 
@@ -19,18 +17,6 @@ def powerlaw_at(values, xmin):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return powerlaw.Fit(values, verbose=False, xmin=xmin)
-
-
-def nolds_measures():
-    spec = importlib.util.find_spec("nolds")
-    if spec is None:
-        pytest.skip("nolds not installed")
-    # nolds 0.6.3's package __init__ fails on Python 3.11 (datasets loader); measures.py is standalone
-    mspec = importlib.util.spec_from_file_location(
-        "nolds_measures", os.path.join(spec.submodule_search_locations[0], "measures.py"))
-    module = importlib.util.module_from_spec(mspec)
-    mspec.loader.exec_module(module)
-    return module
 
 
 def flow_bytes(capture):
