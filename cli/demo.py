@@ -29,8 +29,5 @@ def command(out_dir, sample, seed, as_json):
     if as_json:
         echo_json(summary)
         return
-    u = summary["utilization"]
-    click.echo(f"utilization measured {u['measured']:.3f}, predicted {u['predicted']:.3f}; "
-               f"{len(summary['passed'])} metrics within tolerance, failed: "
-               f"{', '.join(summary['failed']) or 'none'}")
+    click.echo(summary["headline"])
     click.echo(f"report: {summary['report']}")

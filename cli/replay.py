@@ -61,6 +61,9 @@ def command(source, out_dir, scenario, overrides, model_path, duration, seed, rt
             state["bar"].update(step)
             state["done"] = now_s
 
+    from traceflow.replays import resolve_scenario
+
+    scenario = resolve_scenario(scenario) if scenario else None
     try:
         result = replay(source, out_dir, scenario=scenario, overrides=overrides, model=model_path,
                         duration_s=duration, seed=seed, normalize=not no_normalize, rtt=rtt_mode,

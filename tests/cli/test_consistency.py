@@ -84,6 +84,12 @@ def test_bundled_scenarios_by_name_from_any_directory(tmp_path, monkeypatch):
     res = invoke("simulate", "dumbbell", "-o", "run", "--set", "simulation.duration=1", "--json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["duration_s"] == pytest.approx(1.0, abs=0.01)
+    capture = shared_path("captures", "ndpi_netflix.pcap")
+    assert invoke("fit", capture, "-o", "m.json").exit_code == 0
+    res = invoke("replay", "m.json", "--scenario", "replay_testbed", "--duration", "5s", "-o",
+                 "rr", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["bottleneck_rate_bps"] == 1480076.0  # the bundled file's rate
     # a missing file or name is "not found"; a file that is there but broken is "invalid TOML"
     for spec in ("nosuch", "missing.toml"):
         res = invoke("simulate", spec, "-o", "r2")

@@ -166,6 +166,25 @@ def summary_line(result):
     return text + ")"
 
 
+def outside(result):
+    """One phrase per metric outside its tolerance: what it is, measured against predicted (or
+    its error against the tolerance for a list-valued metric)."""
+    phrases = []
+    for name in result["failed"]:
+        m = result["metrics"][name]
+        what, unit = METRICS.get(name, (name, ""))
+        if isinstance(m["measured"], list) or isinstance(m["predicted"], list):
+            detail = (f"{MEASURES.get(m['measure'], m['measure'])} {units.number(m['error'])} > "
+                      f"{units.number(m['tolerance'])}")
+        else:
+            sides = [v.get("median") if isinstance(v, dict) else v
+                     for v in (m["measured"], m["predicted"])]
+            detail = (f"{units.value(sides[0], unit)} measured vs "
+                      f"{units.value(sides[1], unit)} predicted")
+        phrases.append(f"{name}, {what}: {detail}")
+    return phrases
+
+
 def format_text(result):
     """The whole comparison as text: the metric table, the list tables, the overall line."""
     parts = [text_table(COLUMNS, rows(result))]
