@@ -7,7 +7,7 @@ import click
 import pyarrow.parquet as pq
 
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
-from traceflow.cli.options import (Duration, echo_json, filter_options, json_option,
+from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
                                    table_output_option)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
@@ -83,6 +83,7 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, executor, w
     from traceflow.scale.parallel import expand_paths, resolve_executor
     from traceflow.selection import row_filter, select_rows
 
+    check_stdout(output, as_json)
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
     to_dataset = bool(output) and output != "-" and check_dataset_output(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import echo_json, json_option, progress, table_output_option
+from traceflow.cli.options import (check_stdout, echo_json, json_option, progress,
+                                   table_output_option)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
@@ -224,6 +225,7 @@ def command(pcaps, output, head, dataset, fmt, decoder, on_error, batch_size, ch
     """
     from traceflow.scale.parallel import expand_paths, resolve_executor
 
+    check_stdout(output, as_json)
     opts = dict(decoder=decoder, on_error=on_error, batch_size=batch_size)
     if output != "-" and check_dataset_output(output, dataset, fmt, executor, workers, scheduler):
         summary = ingest_dataset(pcaps, output, executor=resolve_executor(executor, scheduler),

@@ -98,6 +98,15 @@ def table_output_option(what, *, required=False, extra=""):
     return decorate
 
 
+def check_stdout(output, as_json):
+    """``-o -`` and ``--json`` would both print on stdout: refuse the pair."""
+    from traceflow.errors import TraceflowError
+
+    if output == "-" and as_json:
+        raise TraceflowError("-o - prints the table on stdout: drop --json or write the table "
+                             "to a file")
+
+
 def check_json_output(path):
     """Refuse an output that is written as JSON but named otherwise (``model.parquet``)."""
     from pathlib import Path

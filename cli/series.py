@@ -3,7 +3,7 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import (Duration, echo_json, filter_options, json_option,
+from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
                                    table_output_option)
 
 DIRECTION_HELP = "Keep packets by address: src:CIDR or dst:CIDR (e.g. src:10.0.0.0/8, dst:2001:db8::1)."
@@ -42,6 +42,7 @@ def command(input, bin_, direction, filter_, proto, size, output, head, as_json)
                                         read_packets, read_table, resample, select_packets,
                                         table_kind)
 
+    check_stdout(output, as_json)
     if output is not None:
         table_format(output)  # an unknown suffix fails before the work
     width = bin_
