@@ -1,4 +1,4 @@
-"""``traceflow compare MEASURED PREDICTED [-o comparison.json] [--tol metric=value ...]``."""
+"""``traceflow compare MEASURED PREDICTED [--before CAPTURE] [-o comparison.json] [--tol metric=value ...]``."""
 import click
 
 from traceflow.cli.options import Rate, check_json_output, echo_json, json_option
@@ -26,25 +26,32 @@ class _TolOption(click.Option):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the comparison as JSON here (.json).")
 @click.option("--tol", "tolerances", multiple=True, metavar="METRIC=VALUE", cls=_TolOption)
+@click.option("--before", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Capture (or packets table) of the measured traffic upstream of the bottleneck "
+                   "queue: measured loss becomes exact (packets seen before the queue and missing "
+                   "after it); without it, it is estimated from retransmissions.")
 @click.option("--capacity", type=Rate(), default=None, metavar="RATE",
               help="Link capacity for utilization, e.g. 10Mbit (default: the run's bottleneck).")
 @click.option("--strict", is_flag=True, help="Exit with code 1 when a metric fails its tolerance.")
 @json_option
-def command(measured, predicted, output, tolerances, capacity, strict, as_json):
+def command(measured, predicted, output, tolerances, before, capacity, strict, as_json):
     """Compare PREDICTED against MEASURED traffic with error measures and pass/fail.
 
     Each side is a capture, a packets table, a run directory (from `traceflow simulate` or
     `traceflow replay`) or a directory with flows.parquet and series.parquet. The same analytics
-    run on both: throughput, utilization, loss and retransmission rates, flow completion time per
-    size bin, KS distances of flow sizes and RTTs, Hurst estimates, dispersion curve and
-    conditional-level tables. Each row says what its values are and in which unit; a metric that
-    cannot be computed (e.g. utilization without a capacity) is n/a, not a failure.
+    run on both: throughput, utilization, loss and retransmission rates, transfer time (request
+    to last data byte) per size bin (median, p90, count; the tolerance applies to the median of
+    every bin with >= 30 measured transfers), KS distances of flow sizes and RTTs, Hurst
+    estimates, dispersion curve and conditional-level tables. Each row says what its values are
+    and in which unit; a metric that cannot be computed (e.g. utilization without a capacity) is
+    n/a, not a failure.
 
     \b
     Examples:
       traceflow compare trace.pcap run/
       traceflow compare trace.pcap run/ --tol utilization=0.1 --tol rtt_ks=0.2 -o cmp.json
       traceflow compare trace.pcap other.pcap --capacity 10Mbit --strict
+      traceflow compare after.pcap run/ --before before.pcap
     """
     import json
 
@@ -55,7 +62,7 @@ def command(measured, predicted, output, tolerances, capacity, strict, as_json):
 
     check_json_output(output)
     result = compare_paths(measured, predicted, tolerances=parse_tolerances(tolerances),
-                           capacity_bps=capacity)
+                           capacity_bps=capacity, before=before)
     if output:
         write_text(output, json.dumps(jsonable(result), indent=2) + "\n")
     if as_json:

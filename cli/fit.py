@@ -85,9 +85,13 @@ def command(inputs, output, hosts_from, capacity, filter_, proto, progress, as_j
                    f"above {units.size(s.tail.xmin)} ({s.tail.n_tail} transfers)")
     iw = "n/a" if h.initial_window is None else f"{h.initial_window:g} segments"
     click.echo(f"hosts (capture next to the data {h.vantage}s): MSS {units.number(h.mss)}, "
-               f"segment {units.size(h.segment_size)}, initial window {iw} "
+               f"segment {units.size(h.segment_size)}, header {units.size(h.header_bytes)}, "
+               f"initial window {iw} "
                f"({'observed' if h.initial_window_observable else 'lower bound'}), min RTO "
-               f"{units.duration(h.min_rto_s)}, delayed ACK {units.number(h.delayed_ack)}")
+               f"{units.duration(h.min_rto_s)} ({h.rto_samples} timeouts), initial RTO "
+               f"{units.duration(h.initial_rto_s)}, delayed ACK {units.number(h.delayed_ack)}, "
+               f"SACK {units.number(h.sack)}, timestamps {units.number(h.timestamps)}, "
+               f"window scale {units.number(h.window_scale)}")
     click.echo("Hurst: " + ", ".join(f"{k} {v:.3f}" for k, v in model.hurst.items()))
     for name, q in quality.items():
         click.echo(f"quality {name}: {q.text()}")

@@ -28,13 +28,15 @@ class Duration(click.ParamType):
 
     name = "duration"
 
-    def __init__(self, unit="s"):
-        self.unit = unit
+    def __init__(self, unit="s", *, zero=False):
+        self.unit, self.zero = unit, zero  # zero: "0", "0ms" ... mean none (an added delay)
 
     def convert(self, value, param, ctx):
         from traceflow.errors import TraceflowError
         from traceflow.stats.series import parse_duration
 
+        if self.zero and str(value).strip().rstrip("nmuµsinh") in ("0", "0.0"):
+            return 0 if self.unit == "ns" else 0.0
         try:
             ns = parse_duration(str(value))
         except TraceflowError as exc:
@@ -62,10 +64,13 @@ class DurationList(click.ParamType):
 
     name = "durations"
 
+    def __init__(self, *, zero=False):
+        self.zero = zero
+
     def convert(self, value, param, ctx):
         if isinstance(value, list):
             return value
-        one = Duration("ns")
+        one = Duration("ns", zero=self.zero)
         return [one.convert(part.strip(), param, ctx) for part in str(value).split(",")
                 if part.strip()]
 

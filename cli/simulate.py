@@ -5,6 +5,7 @@ import click
 
 from traceflow.cli.options import echo_json, json_option
 
+
 class _Bar:
     """Progress bar over simulated seconds, shown for runs that take more than a moment."""
 
@@ -61,18 +62,18 @@ def command(scenario, overrides, seed, run_dir, progress, as_json):
             bar.close()
     result.write(run_dir)
     if as_json:
-        echo_json({"run_dir": str(run_dir), **result.summary})
+        echo_json({"run_dir": str(run_dir), **result.summary, **result.timing})
     else:
-        click.echo(format_summary(run_dir, result.summary))
+        click.echo(format_summary(run_dir, result.summary, result.timing))
 
 
-def format_summary(run_dir, s):
+def format_summary(run_dir, s, timing):
     """A run's headline numbers in human units (``n/a`` where a quantity has no value)."""
     from traceflow import units
 
     return "\n".join([
         f"wrote {run_dir} ({units.duration(s['duration_s'])} simulated in "
-        f"{units.duration(s['wall_s'])})",
+        f"{units.duration(timing['wall_s'])})",
         f"bottleneck: throughput {units.rate(s['throughput_bps'])}, goodput "
         f"{units.rate(s['goodput_bps'])}, utilization {units.number(s['link_utilization'])}, "
         f"mean queue {units.number(s['mean_queue_pkts'])} packets (buffer occupancy "

@@ -3,9 +3,15 @@
 #   on_ack(s, newly_acked, now)    new cumulative ACK outside fast recovery: grow the window
 #   on_rtt(s, rtt_ns, now)         each valid (Karn) RTT sample
 #   ssthresh_on_loss(s) -> double  new ssthresh on fast retransmit or timeout
-#   on_loss(s, timeout, now)       after the loss response was applied
-# ``recovery`` selects the loss recovery the sender runs (Tahoe, Reno, NewReno).
-# The congestion-avoidance slope is ``s.xi`` (default 1): cwnd += xi/cwnd per ACK.
+#   on_loss(s, timeout, now)       after the loss response was applied (timeout: Linux's
+#                                  set_state(TCP_CA_Loss))
+#   undo_cwnd(s) -> double         cwnd after a reduction proved spurious (Linux undo)
+# ``recovery`` selects the classic loss recovery the sender runs (Tahoe, Reno, NewReno); a
+# RecoveryOps such as SackRack ignores it. The congestion-avoidance slope is ``s.xi``
+# (default 1): cwnd += xi/cwnd per ACK. With SackRack ``newly`` counts segments newly
+# delivered (cumulatively or by SACK), as Linux's ``acked``. ``slow_start`` and
+# ``cong_avoid_ai`` are Linux's tcp_slow_start / tcp_cong_avoid_ai on integer windows (the
+# Linux flavors in cc_reno_linux.pxi and cc_cubic.pxi use them).
 
 cdef class CongestionOps:
     cdef public int recovery
@@ -37,6 +43,32 @@ cdef class CongestionOps:
 
     cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         pass
+
+    cdef double undo_cwnd(self, TcpSender s) except? -1:
+        return s.cwnd if s.cwnd > s.prior_cwnd else s.prior_cwnd
+
+    cdef int64_t slow_start(self, TcpSender s, int64_t acked) except? -1:
+        """cwnd += acked up to ssthresh; returns the ACKed segments left for congestion avoidance."""
+        cdef double cwnd = s.cwnd + acked
+        if cwnd > s.ssthresh:
+            cwnd = s.ssthresh
+        acked -= <int64_t>(cwnd - s.cwnd)
+        s.cwnd = cwnd
+        return acked
+
+    cdef int cong_avoid_ai(self, TcpSender s, int64_t w, int64_t acked) except -1:
+        """cwnd += 1 per ``w`` segments ACKed (s.cwnd_cnt holds the credit)."""
+        cdef int64_t delta
+        if w < 1:
+            w = 1
+        if s.cwnd_cnt >= w:
+            s.cwnd_cnt = 0
+            s.cwnd += 1.0
+        s.cwnd_cnt += acked
+        if s.cwnd_cnt >= w:
+            delta = s.cwnd_cnt // w
+            s.cwnd_cnt -= delta * w
+            s.cwnd += delta
 
 
 cdef class Tahoe(CongestionOps):

@@ -3,6 +3,7 @@
 times, series bins from the first packet, and the Python API (flows of a path, address text,
 pandas). Oracles: tshark (IP lengths, addresses), the bundled scenario files."""
 import json
+import tomllib
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from traceflow.errors import ScenarioError
 
 #: options that take a time or a rate, wherever they appear
 DURATION_OPTIONS = {"--bin", "--scale", "--idle-timeout", "--duration", "--rtt", "--scales"}
-RATE_OPTIONS = {"--capacity"}
+RATE_OPTIONS = {"--capacity", "--rate"}
 
 
 def all_commands():
@@ -89,7 +90,8 @@ def test_bundled_scenarios_by_name_from_any_directory(tmp_path, monkeypatch):
     res = invoke("replay", "m.json", "--scenario", "replay_testbed", "--duration", "5s", "-o",
                  "rr", "--json")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["bottleneck_rate_bps"] == 1480076.0  # the bundled file's rate
+    bundled = tomllib.loads((REPO / "replays" / "replay_testbed.toml").read_text())
+    assert json.loads(res.stdout)["bottleneck_rate_bps"] == bundled["topology"]["bottleneck"]["rate"]
     # a missing file or name is "not found"; a file that is there but broken is "invalid TOML"
     for spec in ("nosuch", "missing.toml"):
         res = invoke("simulate", spec, "-o", "r2")

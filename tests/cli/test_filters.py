@@ -68,7 +68,8 @@ def test_report_proto_counts_tshark_tcp_packets(tmp_path):
 def test_rtt_filter_matches_tshark_initial_rtt(netflix):
     """rtt --filter on the flow table: the quantiles of tshark's initial_rtt over the same
     (port 443) streams."""
-    summary = run_json("rtt", netflix, "--filter", "server_port = 443")
+    summary = run_json("rtt", netflix, "--filter", "server_port = 443", "--column",
+                       "rtt_handshake", "--per", "connection")
     assert summary["column"] == "rtt_handshake"
     theirs = np.array([float(r["initial_rtt"]) for r in https_streams() if r["initial_rtt"]])
     assert summary["quantiles"]["n"] == theirs.size == 20

@@ -25,9 +25,12 @@ def test_predicted_throughput_is_the_runs_own(replayed):
     res = invoke("compare", capture, run, "--json")
     result = json.loads(res.stdout)
     summary = json.loads((run / "summary.json").read_text())
+    # over the run's own span; summary.json counts the bottleneck's forward direction, compare
+    # each connection's data sender: a replayed request drawn larger than its response (a few
+    # connections here) puts that connection's data on the reverse direction
+    assert result["predicted"]["duration_s"] == pytest.approx(summary["duration_s"], rel=1e-12)
     assert result["metrics"]["throughput"]["predicted"] == pytest.approx(
-        summary["throughput_bps"], rel=1e-9)
-    assert result["predicted"]["duration_s"] == pytest.approx(summary["duration_s"])
+        summary["throughput_bps"], rel=0.01)
 
 
 def test_rows_say_what_and_unit_and_lists_are_tables(replayed):
@@ -44,7 +47,7 @@ def test_rows_say_what_and_unit_and_lists_are_tables(replayed):
     throughput = next(line for line in text.splitlines() if line.startswith("throughput"))
     assert re.search(r"\d kbit/s", throughput) and "bit/s" in throughput
     assert "[8]" not in text and "[11]" not in text and "None" not in text
-    for title in ("fct: transfer completion time per size bin",
+    for title in ("fct: median transfer time per size bin",
                   "dispersion: index of dispersion of bytes per time scale",
                   "levels: conditional traffic levels"):
         assert title in text
@@ -63,7 +66,9 @@ def test_a_metric_that_cannot_be_computed_is_na_not_fail():
     assert last.startswith("overall: pass") and "n/a (not computable): utilization" in last
     result = json.loads(invoke("compare", capture, capture, "--json").stdout)
     assert result["pass"] and result["failed"] == []
-    assert result["not_computed"] == ["utilization"]
+    # fct: no size bin holds the 30 measured transfers a judged bin needs (30 transfers in all)
+    assert result["not_computed"] == ["utilization", "fct"]
+    assert not any(result["metrics"]["fct"]["judged"])
     assert result["metrics"]["utilization"]["pass"] is None
 
 

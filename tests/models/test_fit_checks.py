@@ -35,7 +35,7 @@ def test_unsaturated_web_capture_warns_that_capacity_is_a_guess(tmp_path):
     """The issue's capture: peaks 6 / 1.15 / 0.445 Mbit/s, estimate 0.406 Mbit/s."""
     capture = shared_path("captures", "ndpi_netflix.pcap")
     model, res = fit_json(capture, tmp_path / "m.json")
-    assert model["rtt"]["column"] == "rtt_handshake"  # as rtt and report pick it here
+    assert model["rtt"]["column"] == "rtt_min"  # as rtt and report pick it here
     peaks = model["link"]["peak_rate_bps"]
     assert peaks == pytest.approx({"10ms": 6.0e6, "100ms": 1.14728e6, "1s": 4.4528e5})
     flags = model["quality"]["capacity"]["flags"]

@@ -48,7 +48,7 @@ def test_screenshot_is_not_blank_and_shows_the_figures(report):
     rows_with_blue = np.flatnonzero(blue.any(axis=1))
     assert rows_with_blue.max() - rows_with_blue.min() > 1200  # four rows of figures
     figures_on_page = len(read_page(out / "index.html").images)
-    assert figures_on_page == len(summary["sections"][0]["figures"]) == 7
+    assert figures_on_page == len(summary["sections"][0]["figures"]) == 8
 
 
 def test_page_has_human_units_utc_and_quality(report):
@@ -60,10 +60,13 @@ def test_page_has_human_units_utc_and_quality(report):
     rows = {r["quantity"]: r for r in summary["sections"][0]["rows"]}
     assert rows["mean rate"]["value"].endswith("kbit/s") and rows["mean rate"]["unit"] == "bit/s"
     assert rows["first packet"]["value"] == "2017-01-13 14:50:30.789585 UTC"
-    # the RTT column of this receiver-side capture: the one rtt and fit pick (tshark's 46.1 ms)
-    assert rows["RTT median"]["note"].startswith("rtt_handshake")
-    assert rows["RTT median"]["value"] == "46.1 ms"
-    assert any("RTT columns disagree" in w for w in summary["sections"][0]["warnings"])
+    # the RTT of this receiver-side capture: the column and path unit rtt and fit pick
+    rtt = json.loads(invoke("rtt", shared_path("captures", "ndpi_netflix.pcap"), "--json").stdout)
+    assert rtt["column"] == "rtt_min" and rtt["per"] == "pair"
+    assert rows["RTT median"]["note"].startswith("rtt_min per host pair")
+    assert rows["RTT median"]["raw"] == rtt["quantiles"]["p50"]
+    assert rows["RTT median"]["value"].endswith(" ms")
+    assert not any("RTT columns disagree" in w for w in summary["sections"][0]["warnings"])
 
 
 def test_axes_state_seconds_and_milliseconds(monkeypatch, tmp_path):

@@ -44,7 +44,7 @@ from traceflow.experiments.common import (base as _base, duration as _duration,
                                           save_table as _save_table)
 
 NS = 1_000_000_000
-_SUMMARY_KEYS = ("duration_s", "seed", "wall_s", "events", "throughput_bps", "link_utilization",
+_SUMMARY_KEYS = ("duration_s", "seed", "events", "throughput_bps", "link_utilization",
                  "loss_rate", "goodput_bps", "timeouts", "retransmits")
 
 

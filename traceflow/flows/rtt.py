@@ -1,12 +1,18 @@
-"""Passive RTT analytics on the flow table: distribution, spectrum and RTT classes.
+"""Passive RTT analytics on the flow table: path RTTs, distribution, spectrum and RTT classes.
 
-After Wu & Nikolaidis (2002), section 2.2: a connection's RTT is estimated from its first packets
-(``rtt_min3`` of :mod:`traceflow.flows`, the minimum of SYN → SYN/ACK, final ACK → first data and
-first data → second data); the "RTT spectrum" (their Figure 4) is the histogram of
-log10(RTT / 10 µs) over connections. Flows are then grouped into a handful of RTT classes; the
+After Wu & Nikolaidis (2002), section 2.2: the "RTT spectrum" (their Figure 4) is the histogram of
+log10(RTT / 10 µs) over connections, and flows are grouped into a handful of RTT classes; the
 paper leaves the number of classes open — :func:`fit_rtt_classes` chooses it from the data with a
-Gaussian mixture on log10(RTT) and the BIC. All RTTs are in seconds.
+Gaussian mixture on log10(RTT) and the BIC. The paper estimates a connection's RTT from its first
+packets (``rtt_min3`` of :mod:`traceflow.flows`); its classes are defined by propagation delay
+("the difference of RTT is reflected by the variation of propagation delays", section 3), and its
+FairShare looks a flow's RTT up by address pair (``rttlookup(p.src, p.dst)``, Figure 14). Here the
+default RTT of a connection is the propagation part of its *path*: the per-connection minimum path
+RTT (``rtt_min``, both halves of the path summed, :mod:`traceflow.flows.pathrtt`), lowered to the
+minimum over every connection between the same two hosts (:func:`path_minima`), so the queueing
+one short connection happened to meet does not split a path class. All RTTs are in seconds.
 """
+import ipaddress
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -16,17 +22,26 @@ from traceflow.errors import InputFormatError
 from traceflow.flows.lifetimes import ccdf
 
 SPECTRUM_UNIT = 1e-5  # seconds: the paper's x axis is log10(RTT / 10^-5)
-RTT_COLUMNS = ("rtt_min3", "rtt_handshake", "rtt_syn", "rtt_ack", "rtt_data1", "rtt_data2")
+RTT_COLUMNS = ("rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", "rtt_syn",
+               "rtt_ack", "rtt_data1", "rtt_data2")
 DEFAULT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+IPV6_PREFIX = 48  # the /N of ``per="/N"`` applies to IPv4; IPv6 paths use /48 unless given
+# Wu & Nikolaidis, section 3: "its propagation delay is a random number between -10% and +10% of
+# the average propagation delay of its class"
+MIN_CLASS_SPREAD = 0.1
 #: medians of two RTT columns further apart than this factor draw a warning
 DISAGREEMENT_FACTOR = 3.0
+#: why each column can be the default (:func:`rtt_column`)
+WHY = {"rtt_min": "per-connection minimum path RTT, both halves around the capture summed",
+       "rtt_handshake": "handshake RTT (SYN to final ACK): fewer connections have a path RTT "
+                        "in both halves"}
 
 
 @dataclass(frozen=True)
 class RTTColumn:
     """Which RTT column a command analyses (:func:`rtt_column`): the ``column``, the capture's
     ``vantage`` point ("sender", "receiver" or "unknown"), why (``reason``) and a ``warning``
-    when the candidate columns disagree strongly (None otherwise)."""
+    when the column disagrees strongly with the handshake RTT (None otherwise)."""
 
     column: str
     vantage: str
@@ -46,63 +61,131 @@ def flow_vantage(flows):
     need = {"rtt_syn", "rtt_ack", "payload_bytes_c2s", "payload_bytes_s2c"}
     if not need <= set(flows.columns):
         return "unknown"
-    legs = flows.filter(pl.col("proto") == 6).select(
+    legs = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    return vantage(legs.select(
         leg_syn="rtt_syn", leg_ack="rtt_ack",
-        sender_is_server=pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s"))
-    return vantage(legs)
+        sender_is_server=pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s")))
 
 
-def rtt_column(flows):
-    """The RTT column every command uses by default (``rtt``, ``report``, ``fit``, ``compare``).
+def rtt_column(flows, column="auto"):
+    """The RTT column ``rtt``, ``report`` and ``fit`` analyse (``column="auto"``), or ``column``
+    as given, with the vantage point, the reason and a disagreement warning.
 
-    ``rtt_handshake`` (SYN → final ACK, Wireshark's initial_rtt) spans the whole path from any
-    vantage point: its two legs are capture → server → capture and capture → client → capture.
-    ``rtt_min3`` (the lifetime paper's minimum of three samples, taken at a gateway) holds one leg
-    only, and at a capture next to either end host one of its samples is that host's own reaction
-    time (final ACK → request at a client-side capture): ~0, not a round trip. So the default is
-    ``rtt_handshake``; ``rtt_min3`` only when fewer than half as many flows have an ``rtt_handshake`` (e.g.
-    SYNs retransmitted everywhere, Karn's rule) and the capture is not next to an end host. A
-    warning says when the medians of the two columns, over the flows that have both, differ by
-    more than :data:`DISAGREEMENT_FACTOR` times.
+    The automatic choice is the per-connection minimum path RTT ``rtt_min``: it sums the two
+    halves around the capture point (:mod:`traceflow.flows.pathrtt`), so it measures the whole
+    path at every vantage point, with more samples of the far half than the handshake has (at a
+    sender-side capture every ACK times it, at a receiver-side one every timestamp echo; without
+    timestamps only the handshake and each request do, so it is then the handshake rule itself).
+    ``rtt_handshake`` (SYN → final ACK, Wireshark's initial_rtt, also the whole path anywhere) is
+    chosen only where fewer connections have an ``rtt_min`` (one-way captures, flows tables
+    without the column). ``rtt_min3`` (the lifetime paper's minimum of three samples, taken at a
+    gateway) is never automatic: next to an end host one of its samples is that host's own
+    reaction time, ~0 rather than a round trip.
+
+    The warning says when the medians of the column and of ``rtt_handshake`` (what ``compare``
+    times, and the far-half-free reference) over the connections having both differ by more than
+    :data:`DISAGREEMENT_FACTOR` times.
     """
-    where = flow_vantage(flows)
     tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    where = flow_vantage(tcp)
     have = {c: int(tcp.select((pl.col(c) > 0).sum()).item()) if c in tcp.columns else 0
-            for c in ("rtt_handshake", "rtt_min3")}
-    if 2 * have["rtt_handshake"] >= have["rtt_min3"] or where != "unknown":
-        column = "rtt_handshake"
-        reason = (f"capture next to the data {where}s: rtt_min3 would time a host's own reaction"
-                  if where != "unknown" else "the whole path (SYN to final ACK) from any vantage "
-                  "point")
+            for c in ("rtt_min", "rtt_handshake")}
+    if column == "auto":
+        column = ("rtt_min" if have["rtt_min"] and have["rtt_min"] >= have["rtt_handshake"]
+                  else "rtt_handshake")
+        reason = WHY[column]
     else:
-        column = "rtt_min3"
-        reason = (f"{have['rtt_min3']} flows have rtt_min3, {have['rtt_handshake']} "
-                  "rtt_handshake, and the capture is not next to an end host")
+        _check_column(tcp, column)
+        reason = "chosen by --column"
+    other = "rtt_min" if column == "rtt_handshake" else "rtt_handshake"
     warning = None
-    if min(have.values()) > 0:
-        both = tcp.filter((pl.col("rtt_handshake") > 0) & (pl.col("rtt_min3") > 0))
+    if other in tcp.columns:
+        both = tcp.filter((pl.col(column) > 0) & (pl.col(other) > 0))
         if both.height:
-            hs = float(both["rtt_handshake"].median())
-            m3 = float(both["rtt_min3"].median())
-            ratio = max(hs, m3) / min(hs, m3)
+            mine, theirs = float(both[column].median()), float(both[other].median())
+            ratio = max(mine, theirs) / min(mine, theirs)
             if ratio > DISAGREEMENT_FACTOR:
-                warning = (f"RTT columns disagree {ratio:.0f}x: median rtt_handshake "
-                           f"{hs * 1e3:.3g} ms vs rtt_min3 {m3 * 1e3:.3g} ms over {both.height} "
-                           f"flows (vantage point: {where}); using {column}")
+                warning = (f"RTT columns disagree {ratio:.0f}x: median {column} "
+                           f"{mine * 1e3:.3g} ms vs {other} {theirs * 1e3:.3g} ms over "
+                           f"{both.height} flows (vantage point: {where}); using {column}")
     return RTTColumn(column, where, reason, warning)
 
 
-def rtt_values(flows, column="rtt_min3"):
-    """Positive, finite RTT samples (seconds) of ``column`` as a float64 NumPy array.
-
-    Zero intervals (e.g. an ACK immediately followed by the client's request, both captured at the
-    client) have no logarithm and are dropped.
+def rtt_values(flows, column="rtt_min3", per="connection"):
+    """Positive, finite RTT samples (seconds) of ``column`` as a float64 NumPy array, one per
+    connection with a sample (:func:`connection_rtts`). Zero intervals (e.g. an ACK immediately
+    followed by the client's request, both captured at the client) have no logarithm and are
+    dropped.
     """
+    x = connection_rtts(flows, column, per).drop_nulls().to_numpy()
+    return x[np.isfinite(x) & (x > 0)]
+
+
+def connection_rtts(flows, column="rtt_min3", per="connection"):
+    """Each connection's RTT (seconds, float64, aligned with ``flows``; null without one).
+
+    ``per``: "connection" (the connection's own ``column``), or "pair" / "/N" / "/N,/M": each
+    connection takes the minimum positive ``column`` over its path (:func:`path_minima`)."""
+    _check_column(flows, column)
+    if per == "connection":
+        return flows.get_column(column).cast(pl.Float64)
+    keyed = _path_keys(flows.select(column, "client_addr", "server_addr"), per)
+    return keyed.select(pl.col(column).filter(pl.col(column) > 0).min()
+                        .over("host_a", "host_b")).to_series().cast(pl.Float64)
+
+
+def _check_column(flows, column):
     if column not in flows.columns:
         raise InputFormatError(f"flows table has no column {column!r} (choose from "
                                f"{', '.join(c for c in RTT_COLUMNS if c in flows.columns)})")
-    x = flows.get_column(column).drop_nulls().cast(pl.Float64).to_numpy()
-    return x[np.isfinite(x) & (x > 0)]
+
+
+def _prefixes(per):
+    """(IPv4, IPv6) prefix lengths of a ``per`` of the form "/N" or "/N,/M"."""
+    parts = [p.strip() for p in per.split(",")]
+    try:
+        lengths = [int(p[1:]) for p in parts if p.startswith("/")]
+    except ValueError:
+        lengths = []
+    if len(lengths) != len(parts) or not 1 <= len(parts) <= 2:
+        raise InputFormatError(f"path unit must be 'connection', 'pair', '/N' or '/N,/M', "
+                               f"got {per!r}")
+    v4, v6 = lengths[0], lengths[1] if len(lengths) == 2 else IPV6_PREFIX
+    if not (0 <= v4 <= 32 and 0 <= v6 <= 128):
+        raise InputFormatError(f"prefix lengths must be /0../32 (IPv4) and /0../128 (IPv6), "
+                               f"got {per!r}")
+    return v4, v6
+
+
+def _path_keys(flows, per):
+    """``flows`` with the path's ends ``host_a`` <= ``host_b`` (a round trip has no direction):
+    the two addresses ("pair") or their networks ("/N", "/N,/M")."""
+    client, server = pl.col("client_addr"), pl.col("server_addr")
+    if per != "pair":
+        v4, v6 = _prefixes(per)
+        addrs = pl.concat([flows["client_addr"], flows["server_addr"]]).unique().drop_nulls()
+        nets = [str(ipaddress.ip_network(f"{a}/{v4 if ':' not in a else v6}", strict=False))
+                for a in addrs]
+        mapping = dict(zip(addrs.to_list(), nets))
+        client, server = (c.replace_strict(mapping, return_dtype=pl.String)
+                          for c in (client, server))
+    return flows.with_columns(host_a=pl.min_horizontal(client, server),
+                              host_b=pl.max_horizontal(client, server))
+
+
+def path_minima(flows, *, per="pair", column="rtt_min"):
+    """Minimum path RTT per path (seconds): per host pair (``per="pair"``) or per pair of
+    networks (``per="/24"``: IPv4 /24, IPv6 /48; ``"/N,/M"`` sets both), over the connections
+    with a positive ``column``, in either direction. Columns ``host_a``, ``host_b`` (the two
+    ends, in text order), ``connections``, ``rtt_min`` (minimum of ``column``) and
+    ``rtt_median`` (median of ``column`` over the path's connections), by ``rtt_min``."""
+    _check_column(flows, column)
+    value = pl.col(column)
+    keyed = _path_keys(flows.filter(value > 0), per)
+    return (keyed.group_by("host_a", "host_b")
+            .agg(connections=pl.len().cast(pl.Int64), rtt_min=value.min(),
+                 rtt_median=value.median())
+            .sort("rtt_min", "host_a", "host_b"))
 
 
 def rtt_spectrum(rtts, *, bins=40, value_range=None):
@@ -197,11 +280,23 @@ def fixed_rtt_classes(rtts, boundaries):
     return _describe(rtts, b, "fixed")
 
 
-def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, grid=2000):
+def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, grid=2000,
+                    min_spread=MIN_CLASS_SPREAD, min_share=0.01):
     """Learn RTT classes: Gaussian mixtures on log10(RTT) with 1..``max_classes`` components,
-    keep the one with the lowest BIC, and cut log10(RTT) between each pair of neighbouring
+    keep the one with the lowest BIC among those whose every component holds at least
+    ``min_share`` of the samples, and cut log10(RTT) between each pair of neighbouring
     components (by mean) where their weighted densities cross (searched on ``grid`` points), so
     k components give k classes.
+
+    No component is narrower than a class of RTTs spread uniformly within ±``min_spread`` of
+    its centre (the variance floor of every component): the paper's classes are that wide,
+    so paths a few percent apart (e.g. per-path minima, each one value) form one class, not one
+    class each.
+
+    Why ``min_share``: propagation RTTs are sharp (a class's handshakes within ~0.1 ms of each
+    other), so a mixture buys a large likelihood gain, and a lower BIC, with a component around
+    any two or three stragglers (handshakes that waited in a queue); on real-kernel testbed runs
+    with three configured RTTs the BIC alone made classes of 1 and 2 flows out of 367.
 
     The mixtures are fitted on at most ``max_samples`` samples (a seeded random subset); counts
     and medians use all samples. Deterministic for a given ``random_state``. Needs at least 2
@@ -218,12 +313,14 @@ def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, g
         pick = np.random.default_rng(random_state).choice(z.shape[0], max_samples, replace=False)
         z = z[np.sort(pick)]
     k_max = max(1, min(int(max_classes), np.unique(z).size, z.shape[0] // 2 or 1))
+    floor = np.log10((1 + min_spread) / (1 - min_spread)) ** 2 / 12  # variance of uniform ±spread
     fits, bic = {}, {}
     for k in range(1, k_max + 1):
         gm = GaussianMixture(n_components=k, covariance_type="full", n_init=1,
-                             random_state=random_state, reg_covar=1e-6).fit(z)
+                             random_state=random_state, reg_covar=floor).fit(z)
         fits[k], bic[k] = gm, float(gm.bic(z))
-    best = min(bic, key=bic.get)
+    eligible = [k for k in fits if k == 1 or fits[k].weights_.min() >= min_share]
+    best = min(eligible, key=bic.get)
     gm = fits[best]
     order = np.argsort(gm.means_.ravel())
     mu = gm.means_.ravel()[order]
@@ -240,16 +337,25 @@ def fit_rtt_classes(rtts, *, max_classes=6, random_state=0, max_samples=20000, g
     return _describe(x, cuts, "gmm-bic", n_components=int(best), bic=bic)
 
 
-def rtt_summary(flows, *, column="rtt_min3", classes="auto", bins=40, max_classes=6,
+def rtt_summary(flows, *, column="auto", per="pair", classes="auto", bins=40, max_classes=6,
                 random_state=0):
-    """JSON-ready RTT summary of a flow table (TCP flows with a positive sample in ``column``).
+    """JSON-ready RTT summary of a flow table (its flows with a positive ``column``).
 
-    ``classes``: "auto" (learned, :func:`fit_rtt_classes`), a list of boundaries in seconds
-    (:func:`fixed_rtt_classes`) or None. Contains the quantiles, the spectrum and the classes.
+    ``column``: "auto" or a flow table RTT column (:func:`rtt_column`). ``per``: the path
+    unit whose minimum each connection takes (:func:`rtt_values`; "connection" keeps each
+    connection's own value). ``classes``: "auto" (learned, :func:`fit_rtt_classes`), a list of
+    boundaries in seconds (:func:`fixed_rtt_classes`) or None. Contains the column, the vantage
+    point, the quantiles, the spectrum, the classes and (``per`` not "connection") the minimum
+    RTT of every path.
     """
-    x = rtt_values(flows, column)
-    out = {"column": column, "flows": flows.height, "quantiles": rtt_quantiles(x),
-           "spectrum": rtt_spectrum(x, bins=bins).to_dicts()}
+    choice = rtt_column(flows, column)
+    column = choice.column
+    x = rtt_values(flows, column, per)
+    out = {"column": column, "column_reason": choice.reason, "per": per,
+           "vantage": choice.vantage, "warning": choice.warning, "flows": flows.height,
+           "quantiles": rtt_quantiles(x), "spectrum": rtt_spectrum(x, bins=bins).to_dicts(),
+           "paths": None if per == "connection" else
+           path_minima(flows, per=per, column=column).to_dicts()}
     if classes is None or (classes == "auto" and x.size < 2):
         out["classes"] = None
     elif classes == "auto":

@@ -19,7 +19,7 @@ METRICS = {
     "utilization": ("throughput / bottleneck capacity", ""),
     "loss_rate": ("packets lost at the bottleneck", "%"),
     "retransmission_rate": ("retransmitted / data segments", "%"),
-    "fct": ("transfer completion time per size bin", "s"),
+    "fct": ("median transfer time per size bin", "s"),
     "size_ks": ("median transfer size", "B"),
     "rtt_ks": ("median handshake RTT", "s"),
     "hurst_vt": ("Hurst H, variance-time (10 ms bins)", ""),
@@ -185,9 +185,31 @@ def outside(result):
     return phrases
 
 
+def notes(result):
+    """Where the sides' numbers come from, when a metric says: the loss source (a run's drop
+    counter, a before/after capture pair, or an estimate from retransmissions) and what the
+    transfer times measure (request to last data byte, or flow duration)."""
+    out = []
+    m = result["metrics"]
+    loss = m.get("loss_rate", {}).get("source")
+    if loss:
+        out.append(f"loss: measured from {loss['measured']}, predicted from {loss['predicted']}")
+    fct = m.get("fct", {})
+    if "transfer_time" in fct:
+        t = fct["transfer_time"]
+        same = t["measured"] == t["predicted"]
+        out.append(f"fct: transfer time = {t['measured']}" + (
+            "" if same else f" (measured) vs {t['predicted']} (predicted): not like with like, "
+                            "never a pass")
+            + (f"; bins with >= {fct['min_count']} measured transfers are judged"
+               if "min_count" in fct else ""))
+    return out
+
+
 def format_text(result):
     """The whole comparison as text: the metric table, the list tables, the overall line."""
     parts = [text_table(COLUMNS, rows(result))]
+    parts.extend(f"  ({line})" for line in notes(result))
     for title, columns, rows_ in detail_tables(result).values():
         parts.append(f"\n{title}\n" + text_table(columns, rows_, indent="  "))
     parts.append("\n" + summary_line(result))

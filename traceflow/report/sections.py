@@ -37,13 +37,13 @@ class Loaded:
     counts: np.ndarray | None = None  # packets per 10 ms bin
     packets: int | None = None
     start_ns: int | None = None       # first packet (UTC ns since the epoch)
+    rtt_samples: pl.DataFrame | None = None  # traceflow.flows.pathrtt.SAMPLE_SCHEMA
 
 
 def load_input(path, *, filter=None, proto=None):
     """Read one report input (see the module docstring) into :class:`Loaded`; ``filter`` and
     ``proto`` select the packets of a capture, packets table or run (the flows of a flows table)
     before anything is computed (:mod:`traceflow.selection`)."""
-    from traceflow.flows import flows as build_flows
     from traceflow.flows import input_kind
     from traceflow.selection import row_filter, select_rows
 
@@ -70,12 +70,13 @@ def load_input(path, *, filter=None, proto=None):
 
 
 def _from_packets(name, kind, packets, path):
-    from traceflow.flows import flows as build_flows
+    from traceflow.flows import flows_with_rtt_samples
 
     if packets.height == 0:
         raise InputFormatError("no packets", path=path)
     start = int(packets.get_column("ts").cast(pl.Int64).min())
-    return Loaded(name, kind, build_flows(packets), *_series(packets), packets.height, start)
+    table, samples = flows_with_rtt_samples(packets)
+    return Loaded(name, kind, table, *_series(packets), packets.height, start, samples)
 
 
 def _load_run(path, filter=None, proto=None):
@@ -193,7 +194,9 @@ def input_section(path, out_dir, index=0, filter=None, proto=None):
         for column, label, unit in (("bytes", "flow size", "B"),
                                     ("duration", "flow lifetime", "s")):
             c.attempt(f"CCDF of {label}", _tail, c, data.flows, column, label, unit)
-        c.attempt("RTT spectrum", _rtt, c, data.flows)
+        classes = c.attempt("RTT spectrum", _rtt, c, data.flows)
+        if data.rtt_samples is not None:
+            c.attempt("RTT over time", _rtt_time, c, data.rtt_samples, classes)
     if data.series is not None:
         c.row("duration", data.series.size * BIN_S, "s")
         c.row("mean rate", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S), "bit/s")
@@ -233,14 +236,17 @@ def _tail(c, flows, column, label, unit):
 
 
 def _rtt(c, flows):
+    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.rtt_column`,
+    minimum per host pair); returns the classes."""
     from traceflow import units
     from traceflow.flows import rtt
 
-    if "proto" in flows.columns:
-        flows = flows.filter(pl.col("proto") == 6)
-    choice = rtt.rtt_column(flows)
+    tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    choice = rtt.rtt_column(tcp)
     column = choice.column
-    x = rtt.rtt_values(flows, column)
+    if choice.warning:
+        c.warnings.append(choice.warning)
+    x = rtt.rtt_values(tcp, column, "pair")
     if x.size < MIN_RTT_SAMPLES:
         raise TraceflowError(f"{x.size} flows with an RTT sample ({column}), need "
                              f"{MIN_RTT_SAMPLES}")
@@ -249,13 +255,32 @@ def _rtt(c, flows):
     classes = rtt.fit_rtt_classes(x)
     path = figures.rtt_spectrum_figure(rtt.rtt_spectrum(x), c.path("rtt-spectrum"),
                                        boundaries=classes.boundaries, medians=classes.medians)
-    c.figure(path, f"RTT spectrum (Wu & Nikolaidis Fig. 4) of {column}, the column for this "
-                   f"vantage point ({choice.vantage}), with the RTT classes learned from it "
-                   "(Gaussian mixture, BIC).")
+    c.figure(path, f"RTT spectrum (Wu & Nikolaidis Fig. 4): histogram over connections of "
+                   f"log10(RTT / 10 µs), each connection taking the minimum {column} of its host "
+                   f"pair, the column for this vantage point ({choice.vantage}), with the RTT "
+                   f"classes learned from it (Gaussian mixture, BIC).")
     c.row("RTT median", float(np.median(x)), "s",
-          note=f"{column}, {x.size} flows with a sample; vantage point {choice.vantage}")
+          note=f"{column} per host pair, {x.size} flows with a sample; vantage point "
+               f"{choice.vantage}")
     c.row("RTT classes", classes.n_classes,
           note="medians " + ", ".join(units.duration(m) for m in classes.medians))
+    return classes
+
+
+def _rtt_time(c, samples, classes):
+    from traceflow import units
+
+    s = samples.drop_nulls("path_rtt").filter(pl.col("path_rtt") > 0)
+    if s.height == 0:
+        raise TraceflowError("no path RTT samples (no connection timed in both halves)")
+    t = (s["ts"].dt.epoch("ns") - s["ts"].dt.epoch("ns").min()) / 1e9
+    path = figures.rtt_time_figure(t.to_numpy(), s["path_rtt"].to_numpy(), c.path("rtt-time"),
+                                   classes=classes.boundaries if classes else ())
+    c.figure(path, "Path RTT over time: every passive sample of one half of a connection's path "
+                   "(TCP timestamp echo, or data to covering ACK with Karn's rule) plus the "
+                   "nearest-in-time sample of its other half; dashed: RTT class boundaries.")
+    c.row("path RTT samples", s.height,
+          note=f"median {units.duration(float(s['path_rtt'].median()))}")
 
 
 def _series_fig(c, x):
@@ -354,10 +379,10 @@ def _compare_fct(c, result):
     fct = result["metrics"]["fct"]
     path = figures.bars_figure(size_bin_labels(), {"measured": fct["measured"],
                                                    "predicted": fct["predicted"]},
-                               c.path("fct"), ylabel="mean completion time (s)",
+                               c.path("fct"), ylabel="median transfer time (s)",
                                xlabel="transfer size bin (bytes)",
                                title="Flow completion time by size")
-    c.figure(path, "Mean flow completion time per size bin (Park, Kim & Crovella Table 1 bins).")
+    c.figure(path, "Median transfer time (request to last data byte) per size bin.")
 
 
 def _compare_dispersion(c, result):
