@@ -8,6 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from traceflow.errors import TraceflowError
+from traceflow.values import parse_rate
 
 SERVER_NET, CLIENT_NET = "10.201.1", "10.201.2"   # inside the run's own namespaces only
 SERVER_PORT = 9000
@@ -44,7 +45,7 @@ class Params:
     alpha: float = 1.35
     mean: float = 4100.0
     idle: float = 1.0
-    rate: int = 1_500_000
+    rate: int = int(parse_rate("1.5Mbit"))   # bit/s, spelled as the CLI default
     buffer: int = 6000
     buffer_unit: str = "bytes"
     rtt: tuple = (0.0,)
