@@ -19,6 +19,13 @@ SLICE_S = 120.0
 #: median inside that interval can still miss by 27 %. The full run judges the bin on 314
 #: transfers (slow test; trace 0.016, model 0.34 on 2026-11-23).
 SLICE_MAY_MISS = {("rtt3dev", "trace"): {"fct 8k-16k"}, ("rtt3dev", "model"): {"fct 8k-16k"}}
+#: The same for full runs. devcubic's 40 transfers of 64 kB-1 MB: measured median 1.11 s, bootstrap
+#: 90 % interval 0.90-1.48 s; the replay misses by 0.24 / 0.14 / 0.13 with seeds 1 / 2 / 3, model
+#: mode (whose sampled sizes in the bin vary too) by 0.15 / 0.52 / 0.18 / 0.29 with seeds 1-4.
+#: CUBIC at 10 Mbit/s (a fresh `traceflow testbed` run): loss 1.36 % measured, 1.01 % replayed
+#: (error 0.255 against 0.25) on the run of 2026-11-23, every other criterion with room.
+FULL_MAY_MISS = {("devcubic", "trace"): {"fct 64k-1M"}, ("devcubic", "model"): {"fct 64k-1M"},
+                 ("tb_cubic_rtt3_10m", "trace"): {"loss_rate"}}
 
 
 def _check(result, mode, name, may_miss=frozenset()):
@@ -44,13 +51,8 @@ def test_slice_criteria(sliced, mode):
 @pytest.mark.slow
 @pytest.mark.parametrize("run, mode", [(r, m) for r in RUNS for m in ("trace", "model")])
 def test_full_run_criteria(run, mode, tmp_path):
-    _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run)
-
-
-#: Criteria a fresh reference run may miss by run-to-run variation of the real kernel. CUBIC at
-#: 10 Mbit/s: loss 1.36 % measured, 1.01 % replayed (error 0.255 against 0.25) on the run of
-#: 2026-11-23; every other criterion of both runs passed with room.
-MAY_MISS = {("tb_cubic_rtt3_10m", "trace"): {"loss_rate"}}
+    _check(validate(shared_path("testbed", run), tmp_path, modes=(mode,)), mode, run,
+           FULL_MAY_MISS.get((run, mode), set()))
 
 
 @pytest.mark.slow
@@ -58,4 +60,4 @@ MAY_MISS = {("tb_cubic_rtt3_10m", "trace"): {"loss_rate"}}
                                        for m in ("trace", "model")])
 def test_delayed_reference_run_criteria(run, mode, tmp_path):
     _check(validate(delayed_testbed_run(run), tmp_path, modes=(mode,)), mode, run,
-           MAY_MISS.get((run, mode), set()))
+           FULL_MAY_MISS.get((run, mode), set()))
