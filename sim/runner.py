@@ -27,7 +27,7 @@ from .topology import build_network, path_delay, routes
 NS = 1_000_000_000
 
 # spawn_key namespaces of the random streams
-_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES = range(6)
+_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES, _RNG_TICK = range(7)
 
 
 def _stream(seed, *key):
@@ -183,12 +183,16 @@ class Built:
         snd.handshake = t.handshake
         snd.rtt_per_ack = t.rtt_per_ack
         snd.limited_transmit = t.limited_transmit
+        snd.ns2_rto = t.ns2_rto
+        if t.ns2_rto:  # ns-2's boot_time_: each agent's tick phase, uniform in [0, tick)
+            tick_rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_TICK, flow)))
+            snd.tick_phase = int(tick_rng.integers(0, snd.tick))
         snd.xi = t.xi
         snd.extra_delay = extra_ns
         if t.cc == "vegas":
             snd.cc = _sim.Vegas(t.vegas.alpha, t.vegas.beta, t.vegas.gamma)
         elif t.cc == "rate":
-            snd.cc = _sim.Rate(t.rate.a, t.rate.b)
+            snd.cc = _sim.Rate(t.rate.a, t.rate.b, t.rate.equal, t.rate.tau)
         else:
             snd.cc = _CC[t.cc]()
         sink = _sim.TcpSink(dst, flow, snd, mss, hdr)

@@ -326,8 +326,13 @@ class VegasParams:
 
 @dataclass
 class RateParams:
-    a: float = _meta(1.0, gt=0)
-    b: float = _meta(0.002, gt=0, doc="seconds")
+    """TCP Rate's control law (Park & Tuan 2000, sec. 3.6.3, Table I), per ACK with an RTT sample:
+    dRTT < 0: cwnd += a xi / cwnd; dRTT > 0: cwnd -= (a xi / RTT) b tau; dRTT = 0: ``equal``."""
+    a: float = _meta(1.0, gt=0, doc="increase, segments per RTT (Reno's slope; TCP-MT scales it by xi)")
+    b: float = _meta(2.0, gt=0, doc="decrease per RTT relative to a, dimensionless (paper: 0 < a < b)")
+    tau: float = _meta(0.0, min=0, doc="packet spacing, s (0: the measured spacing of the two ACKs)")
+    equal: str = _meta("increase", choices=("increase", "hold", "decrease"),
+                       doc="action on equal consecutive RTT samples (Table I: dRTT >= 0 decreases)")
 
 
 @dataclass
@@ -344,6 +349,8 @@ class TcpConfig:
                                          "(default: one timed segment per RTT, as ns-2)")
     limited_transmit: bool = _meta(True, doc="RFC 3042 / ns-2 singledup_: one new segment on "
                                              "each of the first two duplicate ACKs")
+    ns2_rto: bool = _meta(False, doc="ns-2's RTO arithmetic: samples in whole ticks (random tick "
+                                     "phase per connection), srtt/rttvar in 1/8 and 1/4 ticks")
     delayed_ack: bool = _meta(False)
     delack_timeout: float = _meta(0.1, gt=0)
     handshake: bool = _meta(True, doc="SYN / SYN-ACK before data")
