@@ -36,8 +36,8 @@ def _timed(fn, *args, **kw):
 
 
 def run(quick=False):
-    from traceflow.fgn import fgn
-    from traceflow.hurst import METHODS, estimate
+    from traceflow.stats.fgn import fgn
+    from traceflow.stats.hurst import METHODS, estimate
 
     nolds = _nolds_measures()
     n = 1 << (16 if quick else 20)

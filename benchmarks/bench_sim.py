@@ -3,7 +3,7 @@
 1. Bottleneck packets forwarded per wall-clock second on the dumbbell of ``replays/dumbbell.toml``
    (10 NewReno flows, 10 Mb/s / 20 ms bottleneck, 100-packet DropTail, 100 Mb/s / 5 ms access,
    300 s here so start-up is amortized). ``reference`` is ns-2 running the mirrored Tcl script
-   ``tests/ns2/dumbbell.tcl`` in the same process slot, timed the same way (best of 3, whole
+   ``tests/sim/ns2/dumbbell.tcl`` in the same process slot, timed the same way (best of 3, whole
    process); the row says so when ns-2 is absent. Target: traceflow >= 3x ns-2.
 2. Wall time of the self-similarity paper's baseline (``replays/selfsim_baseline.toml``: 32
    clients, Pareto 1.05, 1.5 Mb/s, 6 kB buffer, 10,000 simulated s, including the sample-path
@@ -16,7 +16,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 REPLAYS = REPO / "replays"
-sys.path.insert(0, str(REPO / "tests" / "ns2"))
+sys.path.insert(0, str(REPO / "tests" / "sim" / "ns2"))
 from ns2 import available as ns2_available, run_ns2  # noqa: E402
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from traceflow.sweep import run_sweep
+from traceflow.scale.sweep import run_sweep
 
 TARGET = 1.8
 
@@ -35,9 +35,9 @@ def _setup(quick):
     try:
         from importlib.resources import files
 
-        from traceflow.parallel import run_summary
+        from traceflow.scale.parallel import run_summary
         from traceflow.sim import load_scenario as validate
-        from traceflow.sweep import load_scenario, set_dotted
+        from traceflow.scale.sweep import load_scenario, set_dotted
 
         base, _ = load_scenario(files("traceflow.replays") / "dumbbell.toml")
         set_dotted(base, "simulation.duration", 60.0 if quick else 400.0)

@@ -30,9 +30,9 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
             as_json):
     """Index of dispersion (variance/mean of counts per interval) at 10 ms ... 100 s, the
     c.o.v. of packets per RTT, and the correlation of two series."""
-    from traceflow.dispersion import DEFAULT_SCALES, cov_per_interval, dispersion_curve, tracking
+    from traceflow.stats.dispersion import DEFAULT_SCALES, cov_per_interval, dispersion_curve, tracking
     from traceflow.errors import TraceflowError
-    from traceflow.series import is_timed, load_series, parse_duration
+    from traceflow.stats.series import is_timed, load_series, parse_duration
 
     loaded = load_series(input, column=column, bin=bin_ if bin_ is None or is_timed(input) else None,
                          direction=direction, filter=filter_)

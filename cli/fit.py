@@ -24,7 +24,7 @@ def command(inputs, output, hosts_from, capacity, as_json):
     shares, RTT classes, end-host parameters, Hurst estimates, dispersion curve and the
     conditional-level table: everything `traceflow replay` needs.
     """
-    from traceflow.fit import fit
+    from traceflow.models.fit import fit
 
     model = fit(list(inputs), hosts_from=list(hosts_from) or None, capacity_bps=capacity)
     model.save(output)

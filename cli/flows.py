@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
 from traceflow.cli.options import Duration, echo_json, json_option
 from traceflow.errors import TraceflowError
-from traceflow.parallel import executor_options
+from traceflow.scale.parallel import executor_options
 
 #: what a directory input is searched for (recursively): captures and packets Parquet tables
 INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
@@ -30,9 +30,9 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
 
     Each part has a ``source`` column (the input's absolute path). ``flow_id`` numbers the flows
     within a part only: (``source``, ``flow_id``) identifies a flow in the dataset.
-    Returns :func:`traceflow.parallel.map_files`' dict.
+    Returns :func:`traceflow.scale.parallel.map_files`' dict.
     """
-    from traceflow.parallel import expand_paths, map_files, whole_inputs
+    from traceflow.scale.parallel import expand_paths, map_files, whole_inputs
 
     files = whole_inputs(expand_paths(inputs, INPUT_PATTERNS))  # a chunked capture is one task
     return map_files(partial(flows_of_file, idle_timeout=idle_timeout, partitions=partitions),
@@ -68,8 +68,8 @@ def command(inputs, output, dataset, idle_timeout, partitions, executor, workers
 
     from traceflow.atomic import atomic_path
     from traceflow.flows import load_flows
-    from traceflow.lifetimes import flows_summary
-    from traceflow.parallel import expand_paths, resolve_executor
+    from traceflow.flows.lifetimes import flows_summary
+    from traceflow.scale.parallel import expand_paths, resolve_executor
 
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")

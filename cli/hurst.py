@@ -29,8 +29,8 @@ def command(input, bin_, methods, column, direction, filter_, margin, as_json):
     confidence intervals. When the estimates spread by more than --margin a warning is printed
     on stderr (and included in the JSON): the series is probably not stationary.
     """
-    from traceflow.hurst import estimate
-    from traceflow.series import format_duration, load_series
+    from traceflow.stats.hurst import estimate
+    from traceflow.stats.series import format_duration, load_series
 
     loaded = load_series(input, column=column, bin=bin_, direction=direction, filter=filter_)
     report = estimate(loaded.values, methods, margin=margin)

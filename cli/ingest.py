@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from traceflow.cli.options import echo_json, json_option, progress
 from traceflow.errors import TraceflowError
-from traceflow.parallel import executor_options
+from traceflow.scale.parallel import executor_options
 
 ARROW_SUFFIXES = {".arrow", ".ipc", ".feather"}
 #: what a directory input is searched for (recursively)
@@ -146,7 +146,7 @@ def ingest_dataset(srcs, out_dir, *, decoder="fast", on_error="fail", batch_size
     (one entry per input file under ``files``, its chunks' counts added up) with ``parts`` and
     ``chunks`` added to each entry.
     """
-    from traceflow.parallel import map_files
+    from traceflow.scale.parallel import map_files
     from traceflow.pcap.reader import plan_chunks
 
     split = None
@@ -234,7 +234,7 @@ def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, chunk_si
             workers, scheduler, as_json):
     """Decode PCAPS (pcap/pcapng, optionally .gz/.zst; files, globs or directories) into one
     packets table, in order, or with --dataset into one Parquet part per file."""
-    from traceflow.parallel import expand_paths, resolve_executor
+    from traceflow.scale.parallel import expand_paths, resolve_executor
 
     opts = dict(decoder=decoder, on_error=on_error, batch_size=batch_size)
     if check_dataset_output(output, dataset, fmt, executor, workers, scheduler):

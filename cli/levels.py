@@ -16,7 +16,7 @@ def block_series(path, scale_ns, *, column=None, bin_ns=None):
     the scale (a multiple of their bin); a plain table's ``column`` is read as consecutive bins of
     ``bin_ns`` (default: each row is one block) and summed into blocks.
     """
-    from traceflow.series import block_sums, format_duration, load_series, resample
+    from traceflow.stats.series import block_sums, format_duration, load_series, resample
 
     loaded = load_series(path, column=column)
     if loaded.frame is not None:
@@ -74,7 +74,7 @@ def command(input, scale, h, method, reverse, column, bin_ns, output, as_json):
     """
     from traceflow.atomic import write_text
     from traceflow.jsonutil import jsonable
-    from traceflow.levels import analyze_levels
+    from traceflow.stats.levels import analyze_levels
 
     x = block_series(input, scale, column=column, bin_ns=bin_ns)
     result = analyze_levels(x, h, method=method, reverse=reverse, scale_s=scale / 1e9)

@@ -33,7 +33,7 @@ class Duration(click.ParamType):
 
     def convert(self, value, param, ctx):
         from traceflow.errors import TraceflowError
-        from traceflow.series import parse_duration
+        from traceflow.stats.series import parse_duration
 
         try:
             ns = parse_duration(str(value))

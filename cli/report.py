@@ -4,7 +4,7 @@ from pathlib import Path
 import click
 
 from traceflow.cli.options import echo_json, json_option
-from traceflow.parallel import executor_options, resolve_executor
+from traceflow.scale.parallel import executor_options, resolve_executor
 
 
 @click.command("report")

@@ -26,7 +26,7 @@ import click
 from traceflow.cli.options import echo_json, json_option
 from traceflow.jsonutil import jsonable
 from traceflow.errors import ScenarioError, TraceflowError
-from traceflow.parallel import executor_options, resolve_executor
+from traceflow.scale.parallel import executor_options, resolve_executor
 
 REQUIRED = ("title", "reproduces", "runner")
 
@@ -87,7 +87,7 @@ def run_experiment(name, out_dir, *, quick=False, executor="local", workers=None
     """Reproduce experiment ``name`` into ``out_dir`` (summary.json, index.html, figures);
     returns the summary dict."""
     from traceflow.atomic import atomic_dir
-    from traceflow.parallel import check_executor, shared_dask_cluster
+    from traceflow.scale.parallel import check_executor, shared_dask_cluster
     from traceflow.report.html import experiment_page
 
     check_executor(executor, workers, scheduler)

@@ -10,7 +10,7 @@ def _classes(text):
         return "auto"
     if text == "none":
         return None
-    from traceflow.series import parse_duration
+    from traceflow.stats.series import parse_duration
 
     return [parse_duration(part) / 1e9 for part in text.split(",") if part.strip()]
 
@@ -33,7 +33,7 @@ def _classes(text):
 def command(input_path, classes, column, bins, max_classes, idle_timeout, as_json):
     """Print the RTT distribution of INPUT (capture, packets or flows Parquet)."""
     from traceflow.flows import load_flows
-    from traceflow.rtt import rtt_summary
+    from traceflow.flows.rtt import rtt_summary
 
     try:
         wanted = _classes(classes)

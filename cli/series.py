@@ -31,7 +31,7 @@ def command(input, bin_, direction, filter_, size, output, as_json):
 
     from traceflow.atomic import atomic_path
     from traceflow.errors import TraceflowError
-    from traceflow.series import (format_duration, is_packets, is_series, link_series,
+    from traceflow.stats.series import (format_duration, is_packets, is_series, link_series,
                                   parse_duration, read_packets, read_table, resample, table_kind)
 
     width = parse_duration(bin_)

@@ -5,7 +5,7 @@ import click
 
 from traceflow.cli.options import echo_json, json_option
 from traceflow.errors import TraceflowError
-from traceflow.parallel import executor_options, resolve_executor
+from traceflow.scale.parallel import executor_options, resolve_executor
 
 
 def load_task(target):
@@ -51,15 +51,12 @@ def command(scenario, grids, overrides, replications, seed, retries, task_name, 
     has one row per cell (grid values, replication, seed, summary metrics). Interrupt it at any
     time: the same command finishes only the missing cells. Exit status 1 if cells failed.
     """
-    from traceflow.parallel import run_summary
-    from traceflow.sweep import load_scenario, parse_grid, parse_value, run_sweep, set_dotted
+    from traceflow.scale.parallel import run_summary
+    from traceflow.scale.sweep import load_scenario, parse_grid, run_sweep
+    from traceflow.values import apply_overrides
 
     base, table = load_scenario(scenario)
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise TraceflowError(f"bad --set {item!r}: expected key=value")
-        set_dotted(base, key.strip(), parse_value(value))
+    base = apply_overrides(base, overrides)
     grid = {k: list(v) if isinstance(v, list) else [v] for k, v in table.get("grid", {}).items()}
     grid.update(parse_grid(grids))
     if not grid and not (replications or table.get("replications", 1)) > 1:

@@ -9,7 +9,7 @@ from traceflow.cli.options import echo_json, json_option
 def load_column(path, column):
     """Values of ``column`` from a flows table, a capture / packets table (flows are built), or
     any Parquet/CSV table. Durations become seconds."""
-    from traceflow.series import column_values, is_packets, read_table, table_kind
+    from traceflow.stats.series import column_values, is_packets, read_table, table_kind
 
     kind = table_kind(path)
     if kind == "capture":
@@ -48,7 +48,7 @@ def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, as_js
     parameter of the whole-population Pareto, xmin * (n_tail/n)^(1/alpha). LR > 0 favours the
     Pareto over the alternative; p is the significance of its sign.
     """
-    from traceflow.tails import analyze
+    from traceflow.stats.tails import analyze
 
     values = load_column(flows, column)
     report = analyze(values, threshold=threshold, bootstrap=bootstrap, seed=seed,

@@ -9,7 +9,7 @@
 #   reaches one.  Credit is capped at ``max_credit`` so an aggregate that falls silent does not
 #   receive a burst of drops when it resumes.
 # * K-based fair dropping (section V): each aggregate a has a drop probability p_a (eqs. 15-17,
-#   computed by traceflow.capm.fair_drop_probabilities); the coin comes from the queue's Rng.
+#   computed by traceflow.models.capm.fair_drop_probabilities); the coin comes from the queue's Rng.
 #
 # Aggregates are the flows' class tags (``cls`` of the traffic group, carried in every packet);
 # a signature or APM aggregate of -1 means "every packet".

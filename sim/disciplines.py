@@ -13,7 +13,7 @@ Queue kinds registered here (``queue = {kind = ..., ...}`` on any link):
 * ``fairshare`` — FairShare's scheduled losses (the paper's Appendix) in front of ``inner``.
 * ``perturb`` — APM (``apm``: drop D packets at a time), CAPM (``signatures``: code, chip time
   T_c, amplitude A drops/s) and K-based drop probabilities per aggregate (``drop_probability``,
-  from :func:`traceflow.capm.fair_drop_probabilities`) in front of ``inner``.  Aggregates are the
+  from :func:`traceflow.models.capm.fair_drop_probabilities`) in front of ``inner``.  Aggregates are the
   traffic groups' ``cls`` tags.
 
 Sender hook registered here: ``keep_window`` (``tcp = {hook = {kind = "keep_window"}}``) carries

@@ -15,13 +15,13 @@ import dataclasses
 import importlib
 import importlib.util
 import math
-import tomllib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from traceflow.errors import ScenarioError
+from traceflow.values import apply_overrides, merge, read_toml
 
 # ---------------------------------------------------------------------------------------------
 # generic dict -> dataclass validation
@@ -443,7 +443,7 @@ def tcp_for(scenario, group, path="tcp"):
     if not group.tcp:
         return scenario.tcp
     base = _asdict_shallow(scenario.tcp)
-    merged = _merge(base, group.tcp)
+    merged = merge(base, group.tcp, replace=("hook",))
     return build(TcpConfig, merged, path)
 
 
@@ -459,58 +459,8 @@ def _asdict_shallow(tcp):
     return {k: v for k, v in d.items() if v is not None}
 
 
-def _merge(base, over):
-    out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "hook":
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # loading and overrides
-
-def parse_value(text):
-    """A ``--set`` value: TOML syntax (numbers, booleans, strings, arrays, inline tables),
-    or a bare string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def apply_overrides(raw, overrides):
-    """Apply ``path.key=value`` strings (list indices as numbers: ``traffic.0.count=5``)."""
-    raw = copy.deepcopy(raw)
-    for item in overrides or ():
-        if "=" not in item:
-            raise ScenarioError(f"--set {item!r}: expected path.key=value")
-        key, value = item.split("=", 1)
-        parts = key.strip().split(".")
-        node = raw
-        for i, part in enumerate(parts[:-1]):
-            where = ".".join(parts[:i + 1])
-            if isinstance(node, list):
-                if not part.isdigit() or int(part) >= len(node):
-                    raise ScenarioError(f"--set {key}: no list element {where}")
-                node = node[int(part)]
-            else:
-                if part not in node:
-                    node[part] = {}
-                node = node[part]
-            if not isinstance(node, (dict, list)):
-                raise ScenarioError(f"--set {key}: {where} is not a table")
-        last = parts[-1]
-        if isinstance(node, list):
-            if not last.isdigit() or int(last) >= len(node):
-                raise ScenarioError(f"--set {key}: no list element {key}")
-            node[int(last)] = parse_value(value.strip())
-        else:
-            node[last] = parse_value(value.strip())
-    return raw
-
 
 def load_scenario(source, overrides=(), seed=None):
     """Load a scenario from a TOML path, TOML text, a dict, or return a Scenario unchanged.
@@ -525,20 +475,11 @@ def load_scenario(source, overrides=(), seed=None):
     elif isinstance(source, dict):
         raw, path = source, None
     else:
-        text, path = None, None
+        text, path = source, None
         if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
                                          and source.endswith(".toml")):
-            path = Path(source)
-            try:
-                text = path.read_text()
-            except FileNotFoundError:
-                raise ScenarioError("scenario file not found", path=path) from None
-        else:
-            text = source
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ScenarioError(f"invalid TOML: {exc}", path=path) from None
+            text, path = None, Path(source)
+        raw = read_toml(path, text=text)
     raw = apply_overrides(raw, overrides)
     if seed is not None:
         raw.setdefault("simulation", {})["seed"] = int(seed)

@@ -11,7 +11,7 @@
 # map's normalization open ("normalized contention levels"); three are offered:
 #   norm="quantile" (default): the edges are the k/h empirical quantiles of all blocks so far, so the
 #       levels are (close to) equiprobable. At every block this is exactly the offline map
-#       traceflow.levels.level_map(x[:i+1], method="quantile", reverse=True) -- the map of Fig. 1 and
+#       traceflow.stats.levels.level_map(x[:i+1], method="quantile", reverse=True) -- the map of Fig. 1 and
 #       of `traceflow levels` -- so an a-priori table and the online table index the same levels.
 #       A heavy-tailed X cannot crowd most blocks into one level, as it does with min/max bounds.
 #   norm="running": h equal-width bins between the running min and max of X (a value on an edge goes

@@ -1,6 +1,7 @@
 """Shared fixtures: locations of ../shared data and skips for optional tools."""
 import os
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,25 @@ def require_tool(name):
 @pytest.fixture
 def shared():
     return shared_path()
+
+
+class _Page(HTMLParser):
+    """The images and the rows marked ``class="disagree"`` of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.images, self.disagree = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs["src"])
+        if tag == "tr" and attrs.get("class") == "disagree":
+            self.disagree += 1
+
+
+def read_page(path):
+    """Parse the HTML file ``path`` (images, disagreeing rows)."""
+    page = _Page()
+    page.feed(Path(path).read_text())
+    return page

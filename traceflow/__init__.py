@@ -14,8 +14,21 @@ _LAZY = {
     "TraceflowError": "traceflow.errors",
 }
 
+# modules the README names by their pre-stage path (``traceflow.rtt``) -> where they live now
+_MODULES = {
+    "rtt": "traceflow.flows.rtt", "lifetimes": "traceflow.flows.lifetimes",
+    "hosts": "traceflow.flows.hosts", "series": "traceflow.stats.series",
+    "tails": "traceflow.stats.tails", "hurst": "traceflow.stats.hurst", "fgn": "traceflow.stats.fgn",
+    "dispersion": "traceflow.stats.dispersion", "levels": "traceflow.stats.levels",
+    "fairness": "traceflow.stats.fairness", "model": "traceflow.models.model",
+    "fit": "traceflow.models.fit", "capm": "traceflow.models.capm",
+    "parallel": "traceflow.scale.parallel", "sweep": "traceflow.scale.sweep",
+}
+
 
 def __getattr__(name):
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'traceflow' has no attribute {name!r}")
@@ -23,4 +36,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted([*globals(), *_LAZY])
+    return sorted([*globals(), *_LAZY, *_MODULES])

@@ -106,7 +106,7 @@ class Analytics:
 
 def data_direction(packets):
     """Packets sent by the data sender of their TCP connection (plus every non-TCP packet)."""
-    from traceflow.hosts import connections
+    from traceflow.flows.hosts import connections
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
     tcp = connections(df)
@@ -229,7 +229,7 @@ def run_pcap(path, summary):
 
 
 def _analytics_dir_side(path, capacity_bps):
-    from traceflow.series import bin_width
+    from traceflow.stats.series import bin_width
 
     fl = pl.read_parquet(path / "flows.parquet")
     se = pl.read_parquet(path / "series.parquet")
@@ -258,15 +258,15 @@ def fct_by_bin(sizes, fct):
 
 def dispersion_curve(series, bin_ns=BIN_NS):
     """Index of dispersion (variance / mean of bytes per interval) at 10 ms … 100 s, by
-    :func:`traceflow.dispersion.dispersion_curve`. Returns (scales_s, idc) as lists."""
-    from traceflow.dispersion import dispersion_curve as curve
+    :func:`traceflow.stats.dispersion.dispersion_curve`. Returns (scales_s, idc) as lists."""
+    from traceflow.stats.dispersion import dispersion_curve as curve
 
     c = curve(np.asarray(series, dtype=np.float64), bin_ns, column="bytes")
     return c.scales_s.tolist(), c.ratio.tolist()
 
 
 def hurst_estimates(series, methods=HURST_METHODS):
-    from traceflow.hurst import estimate
+    from traceflow.stats.hurst import estimate
 
     x = np.asarray(series, dtype=np.float64)
     if x.size < 256 or not np.any(x):
@@ -277,7 +277,7 @@ def hurst_estimates(series, methods=HURST_METHODS):
 
 def level_table(series, scale_s=LEVEL_SCALE_S, h=LEVELS_H):
     """CondProb counts (h × (h+1)) of the series aggregated into ``scale_s`` blocks."""
-    from traceflow.levels import analyze_levels
+    from traceflow.stats.levels import analyze_levels
 
     k = max(1, int(round(scale_s / (BIN_NS / 1e9))))
     x = np.asarray(series, dtype=np.float64)

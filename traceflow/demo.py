@@ -34,7 +34,7 @@ def run_demo(out_dir, *, sample=None, seed=1, log=None):
     from traceflow.atomic import write_text
     from traceflow.jsonutil import jsonable
     from traceflow.compare import compare_paths
-    from traceflow.fit import fit
+    from traceflow.models.fit import fit
     from traceflow.flows import flows
     from traceflow.pcap.reader import read_packets
     from traceflow.replay import replay

@@ -7,7 +7,7 @@ start time, transfers its size and closes, so congestion dynamics are simulated,
 - **Trace-driven** (a flows table): the measured TCP flows as they were — start times, transfer
   sizes (application bytes of the larger direction) and per-flow RTT from the handshake
   (SYN → final ACK; flows without one get the median).
-- **Model** (a :class:`~traceflow.model.Model`): flows sampled from the fitted arrival process,
+- **Model** (a :class:`~traceflow.models.model.Model`): flows sampled from the fitted arrival process,
   size distribution and RTT distribution. Sizes get the sample-path normalization of Park & Tuan
   (2000, sec. 4.3): heavy-tailed samples converge slowly to their mean, so of several draws the
   one nearest the fitted mean is kept and its Pareto tail rescaled to hit the mean — a change of
@@ -20,23 +20,22 @@ start time, transfers its size and closes, so congestion dynamics are simulated,
 
 The bottleneck (capacity, buffer, discipline) and TCP flavor come from a scenario file
 (``replays/replay_*.toml``) and ``--set`` overrides; the capacity defaults to the fitted estimate.
-The end-host parameters the trace revealed (:mod:`traceflow.hosts`: segment size, header bytes,
+The end-host parameters the trace revealed (:mod:`traceflow.flows.hosts`: segment size, header bytes,
 initial window, receiver window, minimum RTO, delayed ACKs) are applied on top of the built-in
 defaults; a scenario or ``--set`` that names one of them wins. The bottleneck link is captured to
 ``g1-g2.pcap`` in the run directory, so the same analytics apply to the predicted traffic.
 """
 from __future__ import annotations
 
-import copy
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from traceflow.errors import InputFormatError, ScenarioError
-from traceflow.model import Hosts, Model
+from traceflow.models.model import Hosts, Model
+from traceflow.values import apply_overrides, merge, read_toml
 
 #: Built-in replay topology: many hosts on fast, nearly delay-free access links, so the
 #: bottleneck and the per-flow RTTs of the trace shape the traffic.
@@ -122,7 +121,7 @@ def _draw_sizes(dist, rng, n, normalize, candidates=32):
 def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     """Flows drawn from ``model``: arrivals over ``duration_s`` (default the fitted span), sizes
     (normalized to the fitted mean unless ``normalize=False``), RTTs. Returns the trace table."""
-    from traceflow.fit import sample_interarrival
+    from traceflow.models.fit import sample_interarrival
 
     rng = np.random.default_rng(seed)
     duration_s = float(duration_s or model.span.duration_s)
@@ -182,25 +181,9 @@ def host_settings(hosts: Hosts | None):
     return out
 
 
-def _merge(base, over):
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
-
-
 def read_scenario(path):
     """The raw dict of a replay scenario TOML file."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ScenarioError("scenario file not found", path=path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"invalid TOML: {exc}", path=path) from None
+    return read_toml(path)
 
 
 def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, name="replay"):
@@ -223,7 +206,7 @@ def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, 
                      "bottleneck": bneck,
                      "access": {"rate": access_rate, "delay": DEFAULT_DELAY_S}},
     }
-    merged = _merge(_merge(defaults, host_settings(hosts)), raw)
+    merged = merge(merge(defaults, host_settings(hosts)), raw)
     if merged["topology"].get("kind", "dumbbell") != "dumbbell":
         raise ScenarioError("topology.kind: replays use the dumbbell topology")
     merged["topology"]["bottleneck"]["pcap"] = True
@@ -255,7 +238,6 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
     mode; ``seed`` (default: the scenario's) drives the sampling and the run; ``rtt`` is an
     :func:`apply_rtt_mode` mode. Returns the simulator :class:`~traceflow.sim.Result`."""
     from traceflow.sim import run
-    from traceflow.sim.scenario import apply_overrides
 
     if isinstance(source, (str, Path)):
         mode, obj = load_source(source)

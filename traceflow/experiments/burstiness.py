@@ -8,7 +8,7 @@ Network (Table 1): the star ``c0..c{M-1} -> gw -> srv``; client links 10 Mb/s, 2
 50 Mb/s, 25 ms; every client hands single 1500-byte packets to its transport at Poisson times
 (mean gap 10 ms).  The c.o.v. is std/mean of the packets arriving at the gateway per round-trip
 propagation delay τ = 2(τ_c + τ_s) = 100 ms (the series bin).  Runs go through
-:func:`traceflow.parallel.map_tasks` with :func:`simulate`.
+:func:`traceflow.scale.parallel.map_tasks` with :func:`simulate`.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def simulate(task):
 
 
 def _map(tasks, executor, workers, scheduler, label):
-    from traceflow.parallel import map_tasks
+    from traceflow.scale.parallel import map_tasks
 
     return map_tasks(simulate, tasks, executor=executor, workers=workers, scheduler=scheduler,
                      label=label)

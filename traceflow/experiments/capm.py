@@ -5,7 +5,7 @@ Figures 4–7 and the fairness experiment of section VI, on the chain topology
 Router R1 perturbs on its R1->R2 queue, R2 on its R2->dst queue (``kind = "perturb"``, see
 ``traceflow.sim.disciplines``).  Each router's matched filter (eq. 13) runs on the packet
 arrival rate of its own queue, one output per code period (one "test"); K = E[y]/A (eq. 14).
-Runs go through :func:`traceflow.parallel.map_tasks` with :func:`simulate` as the task, which
+Runs go through :func:`traceflow.scale.parallel.map_tasks` with :func:`simulate` as the task, which
 returns only the compact measurements (matched-filter outputs, rates) instead of whole tables.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import copy
 import numpy as np
 import polars as pl
 
-from traceflow.capm import dc_removed, fair_drop_probabilities, matched_filter_periods
+from traceflow.models.capm import dc_removed, fair_drop_probabilities, matched_filter_periods
 from traceflow.experiments.common import experiment as _exp, base as _base, save_table as _save_table, figure as _figure, save_fig as _save_fig, row as _row
 
 R1_LINK, R2_LINK = "R1->R2", "R2->dst"
@@ -107,7 +107,7 @@ def simulate(task):
 
 
 def _map(tasks, ex, label):
-    from traceflow.parallel import map_tasks
+    from traceflow.scale.parallel import map_tasks
 
     return map_tasks(simulate, tasks, executor=ex["executor"], workers=ex["workers"],
                      scheduler=ex["scheduler"], label=label)

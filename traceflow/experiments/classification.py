@@ -8,7 +8,7 @@ RTT classes I, II, III with means RTT_II/ρ, RTT_II, RTT_II·ρ (ρ = RTT ratio)
 uniform within ±10 % of its class mean; three long-lived Reno flows per class from t ≈ 0;
 short-lived flows arrive as a Poisson process (flows/s), 10–40 packets each, in a random class.
 Each flow is one row of a trace-driven group (own sender, own RTT), so every short flow is a new
-connection.  Runs go through :func:`traceflow.parallel.map_tasks` with :func:`simulate`.
+connection.  Runs go through :func:`traceflow.scale.parallel.map_tasks` with :func:`simulate`.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from traceflow.fairness import jain, throughput_ratio
+from traceflow.stats.fairness import jain, throughput_ratio
 from traceflow.sim.disciplines import PRESETS, preset_queue
 from traceflow.experiments.common import experiment as _exp, base as _base, duration as _duration, save_table as _save_table, figure as _figure, save_fig as _save_fig, row as _row
 
@@ -106,7 +106,7 @@ def simulate(task):
 
 
 def _map(tasks, executor, workers, scheduler, label):
-    from traceflow.parallel import map_tasks
+    from traceflow.scale.parallel import map_tasks
 
     return map_tasks(simulate, tasks, executor=executor, workers=workers, scheduler=scheduler,
                      label=label)

@@ -25,7 +25,7 @@ Common method:
 - Tracking ability: correlation coefficient, over T_L blocks, between the measured connection's
   delivered bytes (link g2->r1) and the background's (link g2->r0, only background flows end there).
 
-Runs go through :func:`traceflow.parallel.map_tasks` with :func:`simulate` (a module-level task
+Runs go through :func:`traceflow.scale.parallel.map_tasks` with :func:`simulate` (a module-level task
 that returns the summary plus the few arrays the figures need: SSC traces, per-second link series).
 """
 from __future__ import annotations
@@ -38,6 +38,7 @@ import polars as pl
 from scipy import stats
 
 from traceflow.errors import ScenarioError
+from traceflow.stats.fairness import jain
 from traceflow.experiments.common import (base as _base, duration as _duration,
                                           experiment as _exp, figure, row as _row, save_fig,
                                           save_table as _save_table)
@@ -172,7 +173,7 @@ def simulate(scenario):
 
 
 def _map(scenarios, ex, label):
-    from traceflow.parallel import map_tasks
+    from traceflow.scale.parallel import map_tasks
 
     return map_tasks(simulate, scenarios, executor=ex.get("executor", "local"),
                      workers=ex.get("workers"), scheduler=ex.get("scheduler"), label=label)
@@ -304,7 +305,7 @@ def _spearman(x, y):
 def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Pr{L2 | L1} of the aggregate background traffic at the bottleneck for two alphas and two
     time scales (sec. 2.2): diagonal mass for alpha = 1.05, Pr{L2|L1} ~ Pr{L2} for alpha = 1.95."""
-    from traceflow.levels import analyze_levels
+    from traceflow.stats.levels import analyze_levels
 
     exp, base = _exp(spec), _base(spec)
     dur, ex = _duration(_exp(spec), quick), _ex(executor, workers, scheduler)
@@ -854,7 +855,7 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     for (n, m), r in zip(cells, runs):
         tp = np.array([c["throughput_bps"] for c in r["measured"]]) / 8 / 1000  # KB/s
         rows.append({"n": n, "mode": m, "total": tp.sum(), "ave": tp.mean(), "max": tp.max(),
-                     "min": tp.min(), "jain": float(tp.sum() ** 2 / (tp.size * (tp ** 2).sum()))})
+                     "min": tp.min(), "jain": jain(tp)})
     df = pl.DataFrame(rows)
     paper = exp.get("paper", {})
     mt = df.filter(pl.col("mode") == "tcpmt").sort("n")

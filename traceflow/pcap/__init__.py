@@ -1,1 +1,2 @@
-"""Capture readers: fast Cython decoder and dpkt reference; Arrow packet schema."""
+"""Stage 1 of the pipeline: captures → Arrow packet tables (fast Cython decoder, dpkt reference,
+container readers, the packet schema). Imports only the shared helpers."""

@@ -491,16 +491,11 @@ cdef inline void ipv6(const uint8_t* p, int n, Cols* c, Py_ssize_t r) noexcept n
     nh = p[6]
     while hops < 32:
         hops += 1
-        if nh == 0 or nh == 43 or nh == 60:       # hop-by-hop, routing, destination options
+        if nh == 0 or nh == 43 or nh == 60 or nh == 51:  # hop-by-hop, routing, dest. options, AH
             if pos + 2 > n:
                 break
-            hl = (p[pos + 1] + 1) * 8
-            nh = p[pos]
-            pos += hl
-        elif nh == 51:                             # authentication header
-            if pos + 2 > n:
-                break
-            hl = (p[pos + 1] + 2) * 4
+            # AH counts its length in 4-byte units minus 2, the others in 8-byte units minus 1
+            hl = (p[pos + 1] + 2) * 4 if nh == 51 else (p[pos + 1] + 1) * 8
             nh = p[pos]
             pos += hl
         elif nh == 44:                             # fragment header

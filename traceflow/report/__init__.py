@@ -1,1 +1,2 @@
-"""Figures (matplotlib) and HTML reports."""
+"""The last stage: matplotlib figures and HTML reports of measured and predicted traffic.
+May import every analytics stage; nothing imports it but the CLI and experiments."""

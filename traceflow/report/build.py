@@ -1,6 +1,6 @@
 """Assemble a report directory: one section per input, an optional comparison, ``index.html``.
 
-The inputs are analysed as independent tasks through :mod:`traceflow.parallel` (one per input;
+The inputs are analysed as independent tasks through :mod:`traceflow.scale.parallel` (one per input;
 each task writes its PNGs, so on a multi-machine Dask cluster the inputs and the output directory
 must be on a shared file system); the directory appears whole, only on success.
 """
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceflow.errors import TraceflowError
-from traceflow.parallel import default_workers, map_tasks
+from traceflow.scale.parallel import default_workers, map_tasks
 from traceflow.report.html import render_page
 
 

@@ -33,8 +33,8 @@ def _figure(width=6.4, height=4.2, ncols=1, nrows=1):
 def ccdf_figure(ccdf, path, *, fit=None, label="x", title=None):
     """Log-log CCDF P(X ≥ x) with the Pareto tail fit.
 
-    ``ccdf`` is :func:`traceflow.tails.ccdf_data` output (``x``, ``p``, optionally ``fit_x``,
-    ``fit_p``); ``fit`` the :class:`traceflow.tails.ParetoFit` (its α and xmin go in the legend).
+    ``ccdf`` is :func:`traceflow.stats.tails.ccdf_data` output (``x``, ``p``, optionally ``fit_x``,
+    ``fit_p``); ``fit`` the :class:`traceflow.stats.tails.ParetoFit` (its α and xmin go in the legend).
     """
     fig, (ax,) = _figure()
     ax.loglog(ccdf["x"], ccdf["p"], ".", ms=3, color=COLORS[0], label="empirical")
@@ -52,7 +52,7 @@ def ccdf_figure(ccdf, path, *, fit=None, label="x", title=None):
 
 
 def hurst_figure(report, path, *, methods=("vt", "rs", "wavelet"), title=None):
-    """Diagnostic plots of a :class:`traceflow.hurst.HurstReport`: variance-time, R/S (pox plot)
+    """Diagnostic plots of a :class:`traceflow.stats.hurst.HurstReport`: variance-time, R/S (pox plot)
     and the wavelet logscale diagram, each with its fitted line and H in the title."""
     present = [m for m in methods if m in report.results]
     fig, axes = _figure(width=4.2 * max(len(present), 1), height=3.8, ncols=max(len(present), 1))
@@ -91,7 +91,7 @@ _HURST_AXES = {"vt": ("log10 m (block size, bins)", "log10 Var(X^(m))"),
 
 def levels_figure(analysis, path, *, title=None):
     """Heat map of Pr{L2 | L1} with E[L2 | L1] overlaid, from a
-    :class:`traceflow.levels.LevelAnalysis`."""
+    :class:`traceflow.stats.levels.LevelAnalysis`."""
     h = analysis.h
     fig, (ax,) = _figure(width=5.6, height=4.8)
     prob = np.nan_to_num(np.asarray(analysis.prob, dtype=float), nan=0.0)
@@ -110,10 +110,10 @@ def levels_figure(analysis, path, *, title=None):
 
 
 def rtt_spectrum_figure(spectrum, path, *, boundaries=(), medians=(), title=None):
-    """The RTT spectrum: bars of :func:`traceflow.rtt.rtt_spectrum` (``left``/``right`` edges in
+    """The RTT spectrum: bars of :func:`traceflow.flows.rtt.rtt_spectrum` (``left``/``right`` edges in
     log10(RTT / 10 µs), ``frequency``), with RTT class boundaries (seconds) as dashed lines and
     class medians (seconds) as ticks on top."""
-    from traceflow.rtt import SPECTRUM_UNIT
+    from traceflow.flows.rtt import SPECTRUM_UNIT
 
     fig, (ax,) = _figure()
     left, right = spectrum["left"].to_numpy(), spectrum["right"].to_numpy()
@@ -136,7 +136,7 @@ def rtt_spectrum_figure(spectrum, path, *, boundaries=(), medians=(), title=None
 
 def dispersion_figure(curve, path, *, title=None):
     """Log-log index of dispersion against time scale from a
-    :class:`traceflow.dispersion.DispersionCurve`, with the Poisson reference (ratio 1)."""
+    :class:`traceflow.stats.dispersion.DispersionCurve`, with the Poisson reference (ratio 1)."""
     fig, (ax,) = _figure()
     ok = np.isfinite(curve.ratio) & (curve.ratio > 0)
     ax.loglog(curve.scales_s[ok], curve.ratio[ok], "o-", ms=4, color=COLORS[0],
@@ -203,12 +203,7 @@ def bars_figure(categories, groups, path, *, xlabel="", ylabel="", title=""):
         ax.bar(x + (i - (len(groups) - 1) / 2) * width, np.nan_to_num(values), width,
                color=color, label=label)
     ax.set_xticks(x, categories, rotation=30, ha="right", fontsize="small")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    return save(fig, path)
+    return _finish(fig, ax, path, xlabel, ylabel, title, axis="y")
 
 
 def curves_figure(curves, path, *, xlabel="", ylabel="", title="", loglog=False, marker="o"):
@@ -220,9 +215,14 @@ def curves_figure(curves, path, *, xlabel="", ylabel="", title="", loglog=False,
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")
+    return _finish(fig, ax, path, xlabel, ylabel, title, which="both")
+
+
+def _finish(fig, ax, path, xlabel, ylabel, title, **grid):
+    """Label, grid and legend one axis, then save the figure."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, alpha=0.3, **grid)
     ax.legend(loc="best", fontsize="small")
     return save(fig, path)

@@ -100,7 +100,7 @@ def _read_packets(path):
 
 def _series(packets):
     """(bytes, packets) per 10 ms bin of a packets table."""
-    from traceflow.series import link_series
+    from traceflow.stats.series import link_series
 
     return _arrays(link_series(packets, BIN))
 
@@ -110,7 +110,7 @@ def _series_table(path):
 
 
 def _resampled(frame):
-    from traceflow.series import bin_width, parse_duration, resample
+    from traceflow.stats.series import bin_width, parse_duration, resample
 
     frame = frame.select("t", "bytes", "packets")
     if bin_width(frame) != parse_duration(BIN):
@@ -184,7 +184,7 @@ def _column_values(flows, column):
 
 
 def _tail(c, flows, column, label):
-    from traceflow.tails import ccdf_data, fit_pareto
+    from traceflow.stats.tails import ccdf_data, fit_pareto
 
     x = _column_values(flows, column)
     x = x[x > 0]
@@ -196,7 +196,7 @@ def _tail(c, flows, column, label):
 
 
 def _rtt(c, flows):
-    from traceflow import rtt
+    from traceflow.flows import rtt
 
     x = rtt.rtt_values(flows, "rtt_min3")
     if x.size < MIN_RTT_SAMPLES:
@@ -219,7 +219,7 @@ def _series_fig(c, x):
 
 
 def _hurst(c, x):
-    from traceflow.hurst import estimate
+    from traceflow.stats.hurst import estimate
 
     report = estimate(x, ("vt", "rs", "wavelet"))
     path = figures.hurst_figure(report, c.path("hurst"))
@@ -232,8 +232,8 @@ def _hurst(c, x):
 
 
 def _levels(c, x):
-    from traceflow.levels import analyze_levels
-    from traceflow.series import block_sums
+    from traceflow.stats.levels import analyze_levels
+    from traceflow.stats.series import block_sums
 
     for scale in LEVEL_SCALES_S:
         blocks = block_sums(x, int(round(scale / BIN_S)))
@@ -246,7 +246,7 @@ def _levels(c, x):
 
 
 def _dispersion(c, counts):
-    from traceflow.dispersion import dispersion_curve
+    from traceflow.stats.dispersion import dispersion_curve
 
     curve = dispersion_curve(counts, int(BIN_S * 1e9), column="packets")
     path = figures.dispersion_figure(curve, c.path("dispersion"))
@@ -331,7 +331,7 @@ def _compare_dispersion(c, result):
 
 
 def _compare_ccdfs(c, m, p, attr, name, label, caption):
-    from traceflow.tails import ccdf_data
+    from traceflow.stats.tails import ccdf_data
 
     curves = {}
     for side_name, side in (("measured", m), ("predicted", p)):

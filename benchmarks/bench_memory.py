@@ -1,0 +1,103 @@
+"""Benchmark: peak memory and speed of the analytics as the capture grows (issue 17).
+
+From ``../shared/datasets/testbed/dev10m`` (server side, a real 10 Mbit/s capture) it builds 1x,
+4x and 16x captures by time- and address-shifted copies (``scaled_capture.py``; never more
+concurrent connections than at 1x), then runs ``traceflow flows``, ``rtt``, ``series`` and
+``fit`` on each as subprocesses and reports, side by side in one run, each command's peak RSS
+(``wait4`` rusage) at 16x against its peak at 1x (target <= 1.3x and <= 1 GB) and ``fit``'s
+packet rate (target >= 1 M packets/s). ``TRACEFLOW_BENCH_64X=1`` adds a 64x capture (~12 GB,
+generated on the fly and deleted) that every command must complete.
+
+Run alone: ``python benchmarks/bench_memory.py [--quick]`` (quick: 1x and 2x).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaled_capture import write_scaled  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TRACEFLOW_SHARED", REPO.parent / "shared"))
+SOURCE = SHARED / "datasets" / "testbed" / "dev10m" / "server_side.pcap.gz"
+GB = 1024.0
+
+
+def commands(capture, out):
+    """The measured commands on ``capture`` (outputs under ``out``)."""
+    tf = [sys.executable, "-m", "traceflow.cli.main"]
+    return {
+        "flows": [*tf, "flows", str(capture), "-o", str(out / "flows.parquet")],
+        "rtt": [*tf, "rtt", str(capture), "--json"],
+        "series": [*tf, "series", str(capture), "--bin", "10ms", "-o", str(out / "series.parquet")],
+        "fit": [*tf, "fit", str(capture), "-o", str(out / "model.json")],
+    }
+
+
+def measure(cmd):
+    """(wall seconds, peak RSS in MB, exit code) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+
+
+def _packets(capture):
+    with open(capture, "rb") as f:
+        f.seek(24)
+        n = 0
+        while header := f.read(16):
+            f.seek(int.from_bytes(header[8:12], "little"), 1)
+            n += 1
+    return n
+
+
+def _row(name, ours, reference, unit, ratio, target, ok, note=""):
+    return {"benchmark": name, "ours": ours, "reference": reference, "unit": unit,
+            "ratio": ratio, "target": target, "ok": bool(ok), "note": note}
+
+
+def run(quick=False):
+    if not SOURCE.exists():
+        raise FileNotFoundError(SOURCE)
+    scales = (1, 2) if quick else (1, 4, 16)
+    if os.environ.get("TRACEFLOW_BENCH_64X") and not quick:
+        scales = (*scales, 64)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tf-bench-mem-") as tmp:
+        tmp = Path(tmp)
+        for scale in scales:
+            capture = tmp / f"x{scale}.pcap"
+            write_scaled(SOURCE, capture, scale)
+            packets = _packets(capture)
+            for name, cmd in commands(capture, tmp).items():
+                wall, rss, rc = measure(cmd)
+                results[name, scale] = (wall, rss, rc, packets)
+                print(f"{name} {scale}x: {wall:.1f} s, {rss:.0f} MB, rc {rc}", file=sys.stderr)
+            capture.unlink()
+    rows = []
+    top = max(s for s in scales if s <= 16)
+    for name in ("flows", "rtt", "series", "fit"):
+        w1, r1, c1, _ = results[name, 1]
+        wt, rt, ct, _ = results[name, top]
+        ok = c1 == 0 and ct == 0 and rt <= 1.3 * r1 and rt <= GB
+        rows.append(_row(f"{name} peak RSS {top}x vs 1x", rt, r1, "MB", rt / r1,
+                         "<= 1.3 and <= 1 GB", ok, f"rc {c1}/{ct}"))
+        if 64 in scales:
+            w64, r64, c64, _ = results[name, 64]
+            rows.append(_row(f"{name} at 64x completes", r64, r1, "MB", r64 / r1, "rc 0",
+                             c64 == 0, f"{w64:.0f} s"))
+    wall, _, rc, packets = results["fit", top]
+    rate = packets / wall / 1e6
+    rows.append(_row(f"fit packet rate at {top}x", rate, 1.0, "M pkt/s", rate, ">= 1", rc == 0
+                     and rate >= 1.0, "whole process, imports included"))
+    return rows
+
+
+if __name__ == "__main__":
+    from run_all import format_table
+
+    print(format_table(run(quick="--quick" in sys.argv)))

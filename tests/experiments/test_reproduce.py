@@ -1,0 +1,136 @@
+"""``traceflow reproduce``: the experiment contract, summary.json, index.html, --list, errors."""
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from conftest import read_page  # noqa: E402
+from traceflow.cli.main import cli  # noqa: E402
+from traceflow.cli.reproduce import experiment_files, load_experiment, load_runner  # noqa: E402
+from traceflow.scale.parallel import map_tasks  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def square(x):
+    return x * x
+
+
+def fake_runner(spec, out_dir, *, quick, executor, workers):
+    """An experiment following the runner contract: one figure, one table, a comparison."""
+    n = 4 if quick else 8
+    ys = map_tasks(square, range(n), executor=executor, workers=workers, progress=False)
+    fig, ax = plt.subplots()
+    ax.plot(range(n), ys)
+    fig.savefig(out_dir / "squares.png")
+    plt.close(fig)
+    pl.DataFrame({"x": list(range(n)), "y": ys}).write_parquet(out_dir / "squares.parquet")
+    paper = spec["experiment"]["paper"]
+    return {"figures": ["squares.png"], "tables": {"squares": "squares.parquet"},
+            "comparison": [
+                {"quantity": "sum of squares", "paper": paper["sum"], "ours": sum(ys),
+                 "agree": sum(ys) == paper["sum"], "note": "exact"},
+                {"quantity": "count", "paper": 8, "ours": n, "agree": n == 8, "note": ""}],
+            "text": f"{n} squares."}
+
+
+def broken_runner(spec, out_dir, *, quick, executor, workers):
+    (out_dir / "half.png").write_bytes(b"")
+    raise RuntimeError("runner crashed")
+
+
+def _experiment(tmp_path, runner="test_reproduce:fake_runner"):
+    path = tmp_path / "squares.toml"
+    path.write_text(f'[experiment]\ntitle = "Squares"\nreproduces = "Nobody 2026, Fig. 1"\n'
+                    f'runner = "{runner}"\npaper = {{ sum = 140 }}\n')
+    return path
+
+
+@pytest.mark.parametrize("quick,agree", [(False, 2), (True, 0)])
+def test_reproduce_writes_summary_and_page(tmp_path, quick, agree):
+    out = tmp_path / "out"
+    args = ["reproduce", str(_experiment(tmp_path)), "-o", str(out), "--workers", "2"]
+    res = CliRunner().invoke(cli, args + (["--quick"] if quick else []))
+    assert res.exit_code == 0, res.output
+    assert f"{agree}/2 quantities agree" in res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["title"] == "Squares" and summary["reproduces"] == "Nobody 2026, Fig. 1"
+    assert summary["quick"] is quick and summary["figures"] == ["squares.png"]
+    page = read_page(out / "index.html")
+    assert page.images == ["squares.png"]
+    assert (out / "squares.png").read_bytes().startswith(PNG_MAGIC)
+    assert page.disagree == 2 - agree
+    # Running again replaces the earlier output.
+    res = CliRunner().invoke(cli, args + ["--quick"])
+    assert res.exit_code == 0, res.output
+
+
+def test_reproduce_on_one_local_dask_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    experiment = str(_experiment(tmp_path))
+    runs = {}
+    for executor in ("local", "dask"):
+        out = tmp_path / executor
+        res = CliRunner().invoke(cli, ["reproduce", experiment, "--quick", "--executor", executor,
+                                       "--workers", "2", "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        runs[executor] = json.loads((out / "summary.json").read_text())
+    assert runs["dask"]["executor"] == "dask"
+    assert runs["dask"]["comparison"] == runs["local"]["comparison"]
+
+
+def test_failed_runner_leaves_no_output(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="runner crashed"):
+        experiment = _experiment(tmp_path, "test_reproduce:broken_runner")
+        CliRunner().invoke(cli, ["reproduce", str(experiment), "-o", str(out)],
+                           catch_exceptions=False)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["squares.toml"]
+
+
+def test_refuses_to_replace_a_foreign_directory(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "reproduce",
+                           str(_experiment(tmp_path)), "-o", str(out)],
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              str(p) for p in (Path(__file__).parent, Path(__file__).parents[1]))})
+    assert proc.returncode == 2 and "not an earlier reproduce output" in proc.stderr
+    assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_unknown_experiment_is_one_line_error():
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "reproduce", "no-such-exp"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "unknown experiment" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_installed_experiments_follow_the_contract():
+    """Every replays/*.toml with [experiment] names a loadable runner with the agreed signature."""
+    res = CliRunner().invoke(cli, ["reproduce", "--list", "--json"])
+    assert res.exit_code == 0, res.output
+    listed = json.loads(res.output)
+    assert [row["name"] for row in listed] == list(experiment_files())
+    for name in experiment_files():
+        spec = load_experiment(name)
+        runner = load_runner(spec["experiment"]["runner"])
+        params = inspect.signature(runner).parameters
+        positional = [p for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+        assert len(positional) >= 2, f"{name}: runner must take (spec, out_dir, ...)"
+        for keyword in ("quick", "executor", "workers"):
+            assert keyword in params, f"{name}: runner lacks {keyword}="

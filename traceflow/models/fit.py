@@ -1,0 +1,252 @@
+"""Fit a replayable traffic model (:class:`traceflow.models.model.Model`) to one or more captures.
+
+``fit(inputs)`` reads the packets of every input (captures or packets Parquet; flows of different
+inputs are never merged), and fits:
+
+- the capture span and totals;
+- the link: data-direction bytes per 10 ms, capacity estimate (:func:`estimate_capacity`), mean
+  rate and utilization;
+- the flow arrival process: rate of connection starts and the best inter-arrival fit among
+  exponential, Weibull and lognormal (by KS distance);
+- flow size (bytes of the transfer) and lifetime (s) distributions: empirical body quantiles plus a
+  Pareto tail (MLE, xmin by minimum KS, :func:`traceflow.stats.tails.fit_pareto`);
+- short/long shares of flows and bytes, long-lived = at least 50 packets (the lifetime paper's
+  threshold, Wu & Nikolaidis sec. 3);
+- handshake RTT (SYN → final ACK) distribution and classes (:mod:`traceflow.flows.rtt`: Gaussian mixture
+  on log RTT, number of classes by BIC);
+- end-host parameters (:mod:`traceflow.flows.hosts`), optionally from another capture of the same traffic
+  taken nearer the senders (``hosts_from``);
+- Hurst estimates (:mod:`traceflow.stats.hurst`), dispersion curve (:mod:`traceflow.stats.dispersion`) and the
+  conditional-level table (:mod:`traceflow.stats.levels`) of the link series — through the same
+  functions :mod:`traceflow.compare` applies.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from traceflow import compare as cmp
+from traceflow.errors import InputFormatError
+from traceflow.models.model import (Arrivals, Dispersion, InterArrival, Levels, Link, Model, RTTClass,
+                             RTTModel, Shares, Span, Tail, distribution_from_sample)
+
+LEVEL_SCALE_S = 2.0   # the TCP-MT paper's block length for Fig. 1 style tables
+MIN_TAIL = 50
+LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-lived
+
+
+def read_inputs(inputs):
+    """Packets frames of the inputs: paths of captures / packets Parquet, or packets tables
+    (Polars or Arrow) passed as they are."""
+    import pyarrow as pa
+
+    from traceflow.flows import input_kind
+    from traceflow.pcap.reader import read_packets
+
+    frames = []
+    for path in inputs:
+        if isinstance(path, pl.DataFrame):
+            frames.append(path)
+            continue
+        if isinstance(path, pa.Table):
+            frames.append(pl.from_arrow(path))
+            continue
+        kind = input_kind(path)
+        if kind == "flows":
+            raise InputFormatError("fit needs packets (a capture or packets table), not a flows table",
+                                   path=path)
+        df = pl.read_parquet(path) if kind == "packets" else pl.from_arrow(read_packets(path))
+        frames.append(df)
+    if not frames:
+        raise InputFormatError("no input files")
+    return frames
+
+
+def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
+    """Line-rate estimate (bit/s) and peak rates at 10 ms / 100 ms / 1 s.
+
+    The peak of the bytes series is a lower bound on the capacity that reaches it whenever the link
+    was saturated for a whole bin; at too fine a bin it is inflated by packet quantization. The
+    estimate is the peak at the finest power-of-two multiple of ``bin_ns`` whose peak bin holds at
+    least ``min_packets`` average-size packets."""
+    ts_ns = np.asarray(ts_ns, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if ts_ns.size == 0:
+        return math.nan, {}
+    lo, hi = int(ts_ns.min()), int(ts_ns.max()) + 1
+    base = cmp._bin(ts_ns, sizes, lo, hi, bin_ns)
+    mean_pkt = float(sizes.mean())
+    peaks = {}
+    for label, k in (("10ms", 1), ("100ms", 10), ("1s", 100)):
+        if base.size >= k:
+            b = base[: base.size // k * k].reshape(-1, k).sum(axis=1)
+            peaks[label] = float(8 * b.max() / (k * bin_ns / 1e9))
+    k = 1
+    while True:
+        if base.size // k < 2:
+            k = max(1, k // 2)
+            break
+        b = base[: base.size // k * k].reshape(-1, k).sum(axis=1)
+        if b.max() >= min_packets * mean_pkt:
+            break
+        k *= 2
+    b = base[: base.size // k * k].reshape(-1, k).sum(axis=1) if base.size >= k else base
+    return float(8 * b.max() / (k * bin_ns / 1e9)), peaks
+
+
+def fit_interarrival(gaps_s):
+    """Best of exponential / Weibull / lognormal (location 0) for inter-arrival times by KS."""
+    x = np.asarray(gaps_s, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if x.size < 10:
+        return None
+    fits = {}
+    loc, scale = stats.expon.fit(x, floc=0)
+    fits["exponential"] = ({"scale": scale}, stats.kstest(x, "expon", (0, scale)).statistic)
+    c, _, scale = stats.weibull_min.fit(x, floc=0)
+    fits["weibull"] = ({"shape": c, "scale": scale},
+                       stats.kstest(x, "weibull_min", (c, 0, scale)).statistic)
+    s, _, scale = stats.lognorm.fit(x, floc=0)
+    fits["lognormal"] = ({"sigma": s, "scale": scale}, stats.kstest(x, "lognorm", (s, 0, scale)).statistic)
+    best = min(fits, key=lambda k: fits[k][1])
+    return InterArrival(dist=best, params={k: float(v) for k, v in fits[best][0].items()},
+                        ks=float(fits[best][1]), mean_s=float(x.mean()),
+                        cv=float(x.std() / x.mean()),
+                        candidates={k: float(v[1]) for k, v in fits.items()})
+
+
+def sample_interarrival(ia: InterArrival, rng, n):
+    """``n`` inter-arrival times (s) from a fitted :class:`InterArrival`."""
+    p = ia.params
+    if ia.dist == "exponential":
+        return rng.exponential(p["scale"], n)
+    if ia.dist == "weibull":
+        return p["scale"] * rng.weibull(p["shape"], n)
+    if ia.dist == "lognormal":
+        return rng.lognormal(math.log(p["scale"]), p["sigma"], n)
+    raise InputFormatError(f"unknown inter-arrival distribution {ia.dist!r} in model")
+
+
+def tail_of(x, *, min_tail=MIN_TAIL):
+    """Pareto :class:`Tail` of sample ``x`` (None when too few positive values)."""
+    from traceflow.errors import TraceflowError
+    from traceflow.stats.tails import fit_pareto
+
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if x.size < 2 * min_tail:
+        return None
+    try:
+        f = fit_pareto(x, min_tail=min_tail)
+    except TraceflowError:
+        return None
+    return Tail(alpha=float(f.alpha), xmin=float(f.xmin), n_tail=int(f.n_tail), ks=float(f.ks))
+
+
+def rtt_classes(rtt_s, *, max_classes=4, seed=0):
+    """RTT classes (:func:`traceflow.flows.rtt.fit_rtt_classes`: Gaussian mixture on log10 RTT, number
+    of classes by BIC, cut where neighbouring components cross): per class its median RTT, its
+    range (smallest and largest member) and its weight (fraction of flows)."""
+    from traceflow.flows.rtt import classify, fit_rtt_classes
+
+    x = np.asarray(rtt_s, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if x.size < 10:
+        return []
+    fitted = fit_rtt_classes(x, max_classes=max_classes, random_state=seed)
+    label = classify(x, fitted.boundaries)
+    out = []
+    for k in range(len(fitted.boundaries) + 1):
+        members = x[label == k]
+        if members.size:
+            out.append(RTTClass(center_s=float(np.median(members)), lo_s=float(members.min()),
+                                hi_s=float(members.max()), weight=float(members.size / x.size)))
+    return out
+
+
+def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
+    """Fit a :class:`~traceflow.models.model.Model` to ``inputs`` (paths of captures / packets tables,
+    or packets frames).
+
+    ``hosts_from``: inputs whose packets supply the end-host inference instead (a sender-side
+    capture of the same traffic). ``capacity_bps`` overrides the capacity estimate."""
+    from traceflow.flows import flows as build_flows
+    from traceflow.flows.hosts import infer_hosts
+
+    if isinstance(inputs, (str, Path, pl.DataFrame)):
+        inputs = [inputs]
+    frames = read_inputs(inputs)
+    names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]
+    flow_tables = [build_flows(df) for df in frames]
+    fl = pl.concat(flow_tables, how="diagonal_relaxed")
+    packets = pl.concat(frames, how="diagonal_relaxed").sort("ts")
+    if packets.height == 0:
+        raise InputFormatError("inputs hold no packets", path=names[0])
+    ts = packets["ts"].cast(pl.Int64)
+    start, end = int(ts.min()), int(ts.max()) + 1
+    duration = (end - start) / 1e9
+    span = Span(start_ns=start, end_ns=end, duration_s=duration, packets=packets.height,
+                bytes=int(packets["ip_len"].cast(pl.Int64).fill_null(0).sum()),
+                inputs=names)
+
+    data = cmp.data_direction(packets)
+    dts = data["ts"].cast(pl.Int64).to_numpy()
+    dsz = data["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()
+    est, peaks = estimate_capacity(dts, dsz)
+    cap = float(capacity_bps) if capacity_bps else est
+    mean_rate = 8 * float(dsz.sum()) / duration if duration > 0 else math.nan
+    link = Link(capacity_bps=cap, mean_rate_bps=mean_rate,
+                utilization=mean_rate / cap if cap and cap > 0 else math.nan,
+                method="given" if capacity_bps else "peak-rate", peak_rate_bps=peaks)
+    series = cmp._bin(dts, dsz, start, end)
+
+    # Arrivals: every TCP connection whose SYN was seen (handshake complete or partial).
+    tcp = fl.filter((pl.col("proto") == 6) & (pl.col("handshake") != "none"))
+    starts = np.sort(tcp["start"].cast(pl.Int64).to_numpy()) / 1e9
+    arrivals = Arrivals(n_flows=int(starts.size),
+                        rate_per_s=starts.size / duration if duration > 0 else math.nan,
+                        interarrival=fit_interarrival(np.diff(starts)))
+
+    tr = cmp.transfers(fl)
+    sizes = tr["size"].to_numpy()
+    lifetimes = tr["fct"].to_numpy()
+    size_tail = tail_of(sizes)
+    sizes_d = distribution_from_sample(sizes, "bytes", size_tail)
+    life_d = distribution_from_sample(lifetimes, "s", tail_of(lifetimes))
+    shares = None
+    if sizes.size:
+        long = tr["packets"].to_numpy() >= LONG_LIVED_PACKETS
+        shares = Shares(by="packets", threshold=float(LONG_LIVED_PACKETS),
+                        short_flows=float(1 - long.mean()),
+                        long_flows=float(long.mean()),
+                        short_bytes=float(sizes[~long].sum() / sizes.sum()),
+                        long_bytes=float(sizes[long].sum() / sizes.sum()))
+    rtt = tr["rtt"].drop_nulls().to_numpy()
+    rtt_model = RTTModel(column="rtt_handshake", distribution=distribution_from_sample(rtt, "s"),
+                         classes=rtt_classes(rtt, seed=seed))
+
+    host_packets = packets
+    if hosts_from is not None:
+        if isinstance(hosts_from, (str, Path, pl.DataFrame)):
+            hosts_from = [hosts_from]
+        host_packets = pl.concat(read_inputs(hosts_from), how="diagonal_relaxed")
+    hosts = infer_hosts(host_packets)
+
+    hurst = cmp.hurst_estimates(series)
+    scales, idc = cmp.dispersion_curve(series)
+    levels = None
+    table = cmp.level_table(series, scale_s=LEVEL_SCALE_S)
+    if table is not None:
+        from traceflow.stats.levels import conditional_mean
+
+        levels = Levels(scale_s=LEVEL_SCALE_S, h=cmp.LEVELS_H, mapping="quantile",
+                        condprob=table.tolist(),
+                        expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
+    return Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
+                 shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst,
+                 dispersion=Dispersion(scales_s=scales, idc=idc), levels=levels,
+                 series_bin_s=cmp.BIN_NS / 1e9)

@@ -1,0 +1,317 @@
+"""The fitted traffic model: dataclasses that round-trip through one JSON document.
+
+``traceflow fit`` writes a :class:`Model`; ``traceflow replay`` reads it back. The document carries
+``schema_version``; a file written by a newer traceflow, or one that does not match the schema
+(missing keys, wrong types), raises :class:`~traceflow.errors.InputFormatError` naming the bad key.
+
+Units: times in seconds (float) unless a field name ends in ``_ns`` (integer nanoseconds), rates in
+bit/s (``_bps``) or flows/s, sizes in bytes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from traceflow.atomic import write_text
+from traceflow.jsonutil import jsonable
+from traceflow.errors import InputFormatError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Span:
+    """What was fitted: time span and totals of the inputs."""
+    start_ns: int
+    end_ns: int
+    duration_s: float
+    packets: int
+    bytes: int
+    inputs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Link:
+    """Link capacity estimate and load. ``capacity_bps`` is the peak of the bytes series at the
+    finest scale that holds several packets per bin (a lower bound on the line rate, equal to it on a
+    saturated bottleneck); ``utilization`` = mean rate / capacity."""
+    capacity_bps: float
+    mean_rate_bps: float
+    utilization: float
+    method: str
+    peak_rate_bps: dict[str, float] = field(default_factory=dict)  # bin label -> peak rate
+
+
+@dataclass
+class Tail:
+    """Pareto tail above ``xmin``: P[X > x] = p_tail * (x / xmin) ** -alpha."""
+    alpha: float
+    xmin: float
+    n_tail: int
+    ks: float
+
+
+@dataclass
+class Distribution:
+    """Empirical body quantiles with an optional Pareto tail (a semi-parametric distribution).
+
+    ``probs``/``quantiles`` are the empirical quantile function of the body (the values below
+    ``tail.xmin``), or of the whole sample when there is no tail. A fraction ``p_tail`` of the mass
+    lies above ``xmin`` and follows the fitted Pareto, so samples reach beyond the largest value
+    observed.
+    """
+    unit: str
+    n: int
+    mean: float
+    minimum: float
+    maximum: float
+    probs: list[float]
+    quantiles: list[float]
+    tail: Tail | None = None
+
+    @property
+    def p_tail(self):
+        return 0.0 if self.tail is None or self.n == 0 else self.tail.n_tail / self.n
+
+    def ppf(self, u):
+        """Quantile function at probabilities ``u`` (array-like in [0, 1))."""
+        u = np.atleast_1d(np.asarray(u, dtype=float))
+        p_tail = self.p_tail
+        if p_tail <= 0:
+            return np.interp(u, self.probs, self.quantiles)
+        cut = 1.0 - p_tail
+        out = np.empty_like(u)
+        hi = u >= cut
+        # Pareto survival from xmin: (1 - u) / p_tail = (x / xmin) ** -alpha
+        s = np.clip((1.0 - u[hi]) / p_tail, 1e-300, 1.0)
+        out[hi] = self.tail.xmin * s ** (-1.0 / self.tail.alpha)
+        body_q = np.minimum(self.quantiles, self.tail.xmin)
+        out[~hi] = np.interp(u[~hi] / cut, self.probs, body_q) if cut > 0 else self.tail.xmin
+        return out
+
+    def sample(self, rng, n):
+        """``n`` draws (float64) using ``rng`` (a ``numpy.random.Generator``)."""
+        return self.ppf(rng.random(n))
+
+
+@dataclass
+class InterArrival:
+    """Flow inter-arrival time fit (seconds): the best of exponential / Weibull / lognormal by KS."""
+    dist: str
+    params: dict[str, float]
+    ks: float
+    mean_s: float
+    cv: float
+    candidates: dict[str, float] = field(default_factory=dict)  # dist -> KS distance
+
+
+@dataclass
+class Arrivals:
+    """Flow arrival process: Poisson-like rate plus the inter-arrival fit."""
+    n_flows: int
+    rate_per_s: float
+    interarrival: InterArrival | None = None
+
+
+@dataclass
+class Shares:
+    """Short/long split of flows at ``threshold`` (bytes or seconds, per ``by``)."""
+    by: str
+    threshold: float
+    short_flows: float
+    long_flows: float
+    short_bytes: float
+    long_bytes: float
+
+
+@dataclass
+class RTTClass:
+    center_s: float
+    lo_s: float
+    hi_s: float
+    weight: float
+
+
+@dataclass
+class RTTModel:
+    """Handshake RTT distribution (seconds) and its classes (clusters of log-RTT)."""
+    column: str
+    distribution: Distribution | None
+    classes: list[RTTClass] = field(default_factory=list)
+
+
+@dataclass
+class Hosts:
+    """End-host behaviour inferred from the trace (see :mod:`traceflow.flows.hosts`)."""
+    mss: int | None
+    segment_size: int | None
+    initial_window: float | None          # segments, median of per-flow first flights
+    initial_window_flows: int
+    initial_window_observable: bool       # False when the vantage point hides the first flight
+    receiver_window: int | None           # bytes, median of the receivers' largest scaled windows
+    min_rto_s: float | None
+    rto_samples: int
+    delayed_ack: bool | None
+    segments_per_ack: float | None
+    vantage: str                          # "sender", "receiver" or "unknown" (for the data direction)
+    header_bytes: int | None = None       # IP + TCP header bytes of a full data segment
+
+
+@dataclass
+class Dispersion:
+    """Index of dispersion for counts (variance / mean of bytes per bin) against bin width."""
+    scales_s: list[float]
+    idc: list[float]
+
+
+@dataclass
+class Levels:
+    """Conditional traffic levels (TCP-MT paper): CondProb counts (h x (h+1)) and E[L2|L1]."""
+    scale_s: float
+    h: int
+    mapping: str
+    condprob: list[list[float]]
+    expected: list[float | None]
+
+
+@dataclass
+class Model:
+    """Everything a replay needs, fitted from one or more captures."""
+    span: Span
+    link: Link
+    arrivals: Arrivals
+    sizes: Distribution | None
+    lifetimes: Distribution | None
+    shares: Shares | None
+    rtt: RTTModel
+    hosts: Hosts
+    hurst: dict[str, float | None] = field(default_factory=dict)
+    dispersion: Dispersion | None = None
+    levels: Levels | None = None
+    series_bin_s: float = 0.01
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self):
+        return jsonable(dataclasses.asdict(self))
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), indent=2)
+
+    def save(self, path):
+        """Atomically write the model as JSON to ``path``."""
+        write_text(path, self.to_json() + "\n")
+
+    @classmethod
+    def from_dict(cls, data, path=None):
+        if not isinstance(data, dict):
+            raise InputFormatError("not a traceflow model (expected a JSON object)", path=path)
+        version = data.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise InputFormatError("not a traceflow model (no integer 'schema_version')", path=path)
+        if version > SCHEMA_VERSION:
+            raise InputFormatError(
+                f"model schema_version {version} is newer than this traceflow supports "
+                f"({SCHEMA_VERSION}); upgrade traceflow", path=path)
+        if version < 1:
+            raise InputFormatError(f"invalid model schema_version {version}", path=path)
+        return _build(cls, data, "", path)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model JSON file; raise :class:`InputFormatError` when invalid."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except UnicodeDecodeError as exc:
+            raise InputFormatError(f"not a JSON model ({exc.reason})", path=path) from None
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"invalid JSON: {exc.msg}", path=path, offset=exc.pos) from None
+        return cls.from_dict(data, path=path)
+
+
+def _build(tp, value, where, path):
+    """Check ``value`` against the annotation ``tp`` and convert it (dataclasses recursively)."""
+    def bad(expected):
+        raise InputFormatError(f"model key {where or '<root>'!r}: expected {expected}, "
+                               f"got {type(value).__name__}", path=path)
+
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None:
+            if type(None) in args:
+                return None
+            bad(" or ".join(getattr(a, "__name__", str(a)) for a in args))
+        inner = [a for a in args if a is not type(None)]
+        return _build(inner[0], value, where, path)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            bad("an object")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise InputFormatError(f"model key {where + '.' if where else ''}{unknown[0]!r} is unknown",
+                                   path=path)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            key = f"{where}.{f.name}" if where else f.name
+            if f.name not in value:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise InputFormatError(f"model key {key!r} is missing", path=path)
+                continue
+            kwargs[f.name] = _build(hints[f.name], value[f.name], key, path)
+        return tp(**kwargs)
+    if origin is list:
+        if not isinstance(value, list):
+            bad("a list")
+        (item,) = typing.get_args(tp)
+        return [_build(item, v, f"{where}[{i}]", path) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            bad("an object")
+        _, item = typing.get_args(tp)
+        return {k: _build(item, v, f"{where}.{k}", path) for k, v in value.items()}
+    if tp is float:
+        if value is None:  # NaN was written as null
+            return math.nan
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            bad("a number")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            bad("an integer")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            bad("true/false")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            bad("a string")
+        return value
+    raise TypeError(f"unsupported annotation {tp!r}")  # a bug in this module, not user input
+
+
+def distribution_from_sample(x, unit, tail=None, n_quantiles=101):
+    """A :class:`Distribution` from sample ``x`` (finite values kept) and an optional :class:`Tail`."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return None
+    probs = np.linspace(0.0, 1.0, n_quantiles)
+    if tail is not None:
+        body = x[x < tail.xmin]
+        # Quantiles of the body only; ppf maps [0, 1 - p_tail) onto them.
+        qs = np.quantile(body if body.size else x, probs)
+    else:
+        qs = np.quantile(x, probs)
+    return Distribution(unit=unit, n=int(x.size), mean=float(x.mean()), minimum=float(x.min()),
+                        maximum=float(x.max()), probs=probs.tolist(), quantiles=qs.tolist(), tail=tail)
