@@ -47,6 +47,14 @@ cdef class CongestionOps:
     cdef int on_dupack(self, TcpSender s, int64_t now) except -1:
         pass
 
+    cdef double window_in_force(self, TcpSender s):
+        """Segments the sender may have in flight, without the fast-recovery inflation by
+        duplicate ACKs: ssthresh from the fast retransmit (third duplicate ACK) to the end of
+        Reno/NewReno recovery, else cwnd; at most rwnd."""
+        cdef bint cut = s.in_recovery or s.dupacks >= 3
+        cdef double w = s.ssthresh if cut and s.ssthresh < s.cwnd else s.cwnd
+        return w if w < s.rwnd else <double>s.rwnd
+
 
 cdef class Tahoe(CongestionOps):
     def __init__(self):
@@ -358,6 +366,11 @@ cdef class Vegas(CongestionOps):
             s.cwnd += 1.0
         if self.dupacks == 0 or self.dupacks > 2:
             s.send_much(now)
+
+    cdef double window_in_force(self, TcpSender s):
+        # after the third duplicate ACK cwnd = v_newcwnd_ + dupacks: the window in force is newcwnd
+        cdef double w = self.newcwnd if self.dupacks >= 3 and self.newcwnd < s.cwnd else s.cwnd
+        return w if w < s.rwnd else <double>s.rwnd
 
     cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         # only timeouts reach here (duplicate ACKs are handled in on_dupack)

@@ -143,6 +143,20 @@ def test_slow_start_coupling_changes_only_timeouts_path():
     assert not same(ss, base)
 
 
+@pytest.mark.parametrize("cc", ["reno", "newreno"])
+def test_slow_start_coupling_remembers_the_window_in_force(cc):
+    # Park & Tuan sec. 3.6.1: at a timeout SSC associates "the size of the congestion window" with
+    # L1. Timeouts during fast recovery must remember the cut window, not cwnd inflated by
+    # duplicate ACKs (ssthresh + 3 + dupacks): the flavor's own response halves that same window.
+    _, hooks = run(scenario(cc, {"kind": "ssc", "metacontrol": False, "A": 4.0, "couple": "ca"},
+                            duration=300.0))
+    to = next(iter(hooks.values())).timeouts()
+    assert to["t"].size > 50
+    np.testing.assert_array_equal(to["ssthresh_flavor"], np.maximum(np.floor(to["window"] / 2), 2))
+    # ca coupling leaves ssthresh to the flavor
+    np.testing.assert_array_equal(to["ssthresh"], to["ssthresh_flavor"])
+
+
 @pytest.mark.parametrize("hook, message", [
     ({"kind": "ssc", "speed": 2}, "unknown key"),
     ({"kind": "ssc", "norm": "fixed"}, "hi > lo"),
