@@ -39,8 +39,12 @@ def command(inputs, output, hosts_from, capacity, as_json):
     if s is not None and s.tail is not None:
         click.echo(f"flow sizes: mean {s.mean:.0f} B, Pareto tail alpha {s.tail.alpha:.3f} above "
                    f"{s.tail.xmin:.0f} B ({s.tail.n_tail} flows)")
-    click.echo(f"hosts: MSS {h.mss}, segment {h.segment_size} B, initial window {h.initial_window} "
+    click.echo(f"hosts: MSS {h.mss}, segment {h.segment_size} B, header {h.header_bytes} B, "
+               f"initial window {h.initial_window} "
                f"({'observed' if h.initial_window_observable else 'lower bound'}), min RTO "
-               f"{h.min_rto_s if h.min_rto_s is None else round(h.min_rto_s, 3)} s, "
-               f"delayed ACK {h.delayed_ack}")
+               f"{h.min_rto_s if h.min_rto_s is None else round(h.min_rto_s, 3)} s "
+               f"({h.rto_samples} timeouts), initial RTO "
+               f"{h.initial_rto_s if h.initial_rto_s is None else round(h.initial_rto_s, 3)} s, "
+               f"delayed ACK {h.delayed_ack}, SACK {h.sack}, timestamps {h.timestamps}, "
+               f"window scale {h.window_scale}")
     click.echo("Hurst: " + ", ".join(f"{k} {v:.3f}" for k, v in model.hurst.items()))

@@ -2,15 +2,20 @@
 
 Subcommands live one per module in this package (``traceflow.cli.<name>``, attribute ``command``)
 and are imported only when invoked, so ``traceflow --help`` does not pay for Polars or the simulator.
-User errors print one line on stderr and exit 2; no traceback.
+User errors, outputs that cannot be written and running out of memory print one line on stderr
+and exit 2; no traceback.
 """
 import importlib
+import os
 import sys
+import warnings
 
 import click
 
 from traceflow import __version__
-from traceflow.errors import TraceflowError
+from traceflow.cli import guard
+from traceflow.errors import (WRITE_ERRNOS, TraceflowError, exhaustion, memory_limit,
+                              out_of_memory)
 
 COMMANDS = {
     "ingest": "Decode pcap/pcapng captures into a packets table (Parquet/Arrow).",
@@ -29,6 +34,7 @@ COMMANDS = {
     "reproduce": "Reproduce an experiment of the source papers.",
     "sweep": "Run a parameter sweep on a local pool or a Dask cluster.",
     "datasets": "List, verify and locate registered datasets.",
+    "testbed": "Real-kernel TCP captures with ground truth and real RTTs (root, Linux).",
     "demo": "End-to-end demo on the bundled sample: ingest, fit, replay, compare, report.",
 }
 
@@ -57,12 +63,32 @@ def cli():
 
 
 def _fail(message, code):
-    click.echo(f"traceflow: error: {message}", err=True)
+    guard.report_error(message)
     return code
 
 
+def _prepare_for_memory_limit():
+    """Under an address-space limit (``ulimit -v``), make running out fail, and fail loudly.
+
+    OpenBLAS threads whose buffers cannot be mapped spin forever (seen with scipy's OpenBLAS
+    0.3.31): BLAS runs on one thread there. Polars turns a binary it cannot load into a warning
+    and a NameError later: the warning becomes the error."""
+    if memory_limit() is not None:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        warnings.filterwarnings("error", message="Polars binary is missing", category=UserWarning)
+
+
 def main(argv=None):
-    """Console-script entry point; returns the process exit code."""
+    """Console-script entry point; exits with the command's status (2 for any user error).
+
+    Run as the ``traceflow`` command (``argv`` None), the command runs under :mod:`.guard`, which
+    turns native aborts (a failed allocation in Polars) into one line as well.
+    """
+    if argv is None and guard.wanted():
+        code = guard.supervise()
+        if code is not None:  # the guard, after the command ran in its child
+            sys.exit(code)
+    _prepare_for_memory_limit()
     try:
         rv = cli.main(args=argv, prog_name="traceflow", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
@@ -76,9 +102,22 @@ def main(argv=None):
         code = _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         code = _fail("interrupted", 130)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
-        code = _fail(f"{exc.filename}: {exc.strerror}", 2)
+    except BaseException as exc:  # noqa: BLE001 - what is not exhaustion or a file is re-raised
+        code = _resource_failure(exc, argv or sys.argv[1:])
+        if code is None:
+            raise  # a bug: the traceback is wanted
     sys.exit(code)
+
+
+def _resource_failure(exc, argv):
+    """Report running out of memory, or an OSError about a file, in one line; else None."""
+    detail = exhaustion(exc)
+    if detail is not None:
+        return _fail(f"{guard.command_name(argv)}: {out_of_memory(detail)}", 2)
+    if isinstance(exc, OSError) and (exc.filename or exc.errno in WRITE_ERRNOS):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}", 2)
+    return None
 
 
 if __name__ == "__main__":

@@ -17,21 +17,24 @@ from traceflow.cli.options import echo_json, json_option
               help="Trace-driven mode: fitted model supplying the capacity and end-host parameters.")
 @click.option("--duration", type=float, default=None, help="Simulated seconds (default: the trace's span).")
 @click.option("--seed", type=int, default=None, help="Random seed (default: the scenario's).")
-@click.option("--rtt", "rtt_mode", type=click.Choice(["handshake", "floor"]), default="handshake",
+@click.option("--rtt", "rtt_mode", type=click.Choice(["path", "handshake"]), default="path",
               show_default=True,
-              help="Per-flow RTTs as measured by the handshake, or all at their 5th percentile "
-                   "(the propagation part; measured RTTs include queueing the simulator adds again).")
+              help="Trace mode: each flow's RTT is its path's propagation RTT (the minimum RTT of "
+                   "its host pair over the trace; the simulated bottleneck adds the queueing), or "
+                   "its own handshake RTT (queueing included, so counted twice: for comparison).")
 @click.option("--no-normalize", is_flag=True,
               help="Model mode: keep the raw sampled sizes (no sample-path normalization to the "
                    "fitted mean rate).")
 @json_option
 def command(source, out_dir, scenario, overrides, model_path, duration, seed, rtt_mode, no_normalize,
             as_json):
-    """Replay a fitted model (flows sampled from it) or a flows table (the measured flows as they
-    were) closed-loop through the simulated TCP and bottleneck.
+    """Replay a fitted model (flows sampled from it) or a flows table (the measured connections
+    as they were: request, response, path RTT) closed-loop through the simulated TCP and
+    bottleneck.
 
     The bottleneck capacity defaults to the model's estimate; the end-host parameters inferred
-    from the trace (segment size, initial window, receiver window, minimum RTO, delayed ACKs)
+    from the trace (segment size, header bytes, initial window, receiver window, minimum and
+    initial RTO, delayed ACKs, SACK, timestamps; the linux TCP profile when the trace shows SACK)
     are used unless the scenario or --set names them.
     """
     import sys

@@ -12,6 +12,9 @@ The runner is called as ``fn(spec, out_dir, quick=..., executor=..., workers=...
 ``scheduler=`` if it accepts it) and returns ``{"title", "reproduces", "figures", "tables",
 "comparison", "text"}``. This command writes ``summary.json`` and ``index.html`` next to the
 runner's figures; the output directory appears whole, only when the experiment succeeds.
+``summary.json`` counts the comparison rows that agree, disagree and were not compared
+(``verdicts``). A quick run decides nothing: every row's ``agree`` becomes None and its note says
+what the full test would have said of the quick numbers.
 """
 import importlib
 import importlib.resources
@@ -88,7 +91,7 @@ def run_experiment(name, out_dir, *, quick=False, executor="local", workers=None
     returns the summary dict."""
     from traceflow.atomic import atomic_dir
     from traceflow.scale.parallel import check_executor, shared_dask_cluster
-    from traceflow.report.html import experiment_page
+    from traceflow.report.html import experiment_page, verdict_counts
 
     check_executor(executor, workers, scheduler)
     spec = load_experiment(name)
@@ -102,11 +105,21 @@ def run_experiment(name, out_dir, *, quick=False, executor="local", workers=None
     with atomic_dir(out_dir) as tmp, shared_dask_cluster(executor, workers, scheduler):
         result = runner(spec, tmp, **kwargs)
         summary = _check_result(result, tmp, spec)
+        if quick:
+            summary["comparison"] = [_undecided(row) for row in summary["comparison"]]
+        summary["verdicts"] = verdict_counts(summary["comparison"])
         summary.update(name=Path(name).stem, quick=quick, executor=executor, workers=workers,
                        seconds=round(time.perf_counter() - start, 1))
         (tmp / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
         experiment_page(summary, tmp)
     return summary
+
+
+def _undecided(row):
+    # quick runs are too short to decide a paper's claim; keep what the test said, as a note
+    said = {True: "passes", False: "fails", None: "no test"}[row.get("agree")]
+    note = f"quick run, not decided (the test {said} on these numbers)"
+    return {**row, "agree": None, "note": f"{note}; {row['note']}" if row.get("note") else note}
 
 
 def _check_replaceable(out_dir):
@@ -167,7 +180,8 @@ def command(name, list_only, quick, executor, workers, scheduler, out_dir, as_js
     if as_json:
         echo_json(summary)
         return
-    agree = sum(1 for row in summary["comparison"] if row.get("agree") is True)
-    click.echo(f"{summary['title']}: {agree}/{len(summary['comparison'])} quantities agree "
-               f"with the paper ({summary['seconds']} s)")
+    from traceflow.report.html import verdict_sentence
+    quick_note = " [quick run: nothing decided]" if quick else ""
+    click.echo(f"{summary['title']}: {verdict_sentence(summary['verdicts'])} with the paper"
+               f"{quick_note} ({summary['seconds']} s)")
     click.echo(f"report: {out_dir / 'index.html'}")

@@ -7,7 +7,7 @@ from traceflow.cli.options import echo_json, json_option
 
 _KEYS = ("duration_s", "throughput_bps", "link_utilization", "goodput_bps", "loss_rate",
          "retransmission_rate", "reliable_throughput", "mean_queue_pkts", "buffer_occupancy",
-         "flows", "transfers", "transfers_completed", "wall_s")
+         "flows", "transfers", "transfers_completed")
 
 
 class _Bar:
@@ -57,8 +57,9 @@ def command(scenario, overrides, seed, run_dir, progress, as_json):
             bar.close()
     result.write(run_dir)
     if as_json:
-        echo_json({"run_dir": str(run_dir), **result.summary})
+        echo_json({"run_dir": str(run_dir), **result.summary, **result.timing})
     else:
         s = result.summary
         click.echo(f"{run_dir}: " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float)
-                                               else f"{k}={s[k]}" for k in _KEYS))
+                                               else f"{k}={s[k]}" for k in _KEYS)
+                   + f", wall_s={result.timing['wall_s']:.4g}")

@@ -21,7 +21,10 @@ cdef class Queue
 cdef class PcapWriter
 cdef class App(Component)
 cdef class TcpSender(Agent)
+cdef class TcpSink(Agent)
+cdef class TcpClient(Component)
 cdef class CongestionOps
+cdef class RecoveryOps
 cdef class SenderHook
 cdef class UdpSource(Agent)
 
@@ -31,9 +34,16 @@ include "queue.pxi"
 include "red.pxi"
 include "pcapout.pxi"
 include "link.pxi"
+include "rtt_linux.pxi"
 include "tcp.pxi"
+include "recovery.pxi"
+include "recovery_classic.pxi"
+include "recovery_sack.pxi"
 include "cc.pxi"
+include "cc_reno_linux.pxi"
+include "cc_cubic.pxi"
 include "sink.pxi"
+include "client.pxi"
 include "udp.pxi"
 include "workloads.pxi"
 include "monitors.pxi"

@@ -10,6 +10,12 @@
 #   receive a burst of drops when it resumes.
 # * K-based fair dropping (section V): each aggregate a has a drop probability p_a (eqs. 15-17,
 #   computed by traceflow.models.capm.fair_drop_probabilities); the coin comes from the queue's Rng.
+#   As in the paper's experiment they are computed once, from the aggregates' demands: eqs.
+#   (16)-(17) on lambda = (10468, 9094) pkt/s, K = (77.3, 588.1) and p = 4 % give its p1 = 0.067,
+#   p2 = 0.010 (kalantari...txt:227-234).
+# * Per-aggregate arrival counts per ``count_bin_s`` for aggregates 0..count_aggregates-1: the
+#   matched filter of eq. 13 reads the tested aggregate's rate, not the link's total
+#   (``arrival_counts()``).
 #
 # Aggregates are the flows' class tags (``cls`` of the traffic group, carried in every packet);
 # a signature or APM aggregate of -1 means "every packet".
@@ -36,10 +42,14 @@ cdef class Perturber:
     cdef int64_t* apm_drops
     cdef double* agg_p
     cdef int64_t* agg_drops
+    cdef readonly int n_count
+    cdef int64_t count_bin_ns, count_cap
+    cdef int64_t* counts               # n_count x count_cap arrivals per bin
     cdef Rng rng
 
     def __cinit__(self, signatures=(), apm=(), drop_probability=(),
-                  double max_credit=2.0, rng_state=None):
+                  double max_credit=2.0, rng_state=None, int count_aggregates=0,
+                  double count_bin_s=0.0):
         cdef int i, j
         signatures = list(signatures)
         apm = list(apm)
@@ -98,6 +108,12 @@ cdef class Perturber:
         for i in range(self.n_agg):
             self.agg_p[i] = probs[i]
             self.agg_drops[i] = 0
+        self.n_count = count_aggregates
+        self.count_bin_ns = <int64_t> (count_bin_s * 1e9)
+        self.count_cap = 0
+        self.counts = NULL
+        if self.n_count > 0 and self.count_bin_ns <= 0:
+            raise ValueError("counting arrivals per aggregate needs count_bin_s > 0")
         if rng_state is None:
             import numpy
             rng_state = numpy.random.SeedSequence(1).generate_state(4, numpy.uint64)
@@ -108,7 +124,28 @@ cdef class Perturber:
         free(self.start_s); free(self.amp); free(self.periodic); free(self.sig_agg)
         free(self.credit); free(self.last_cum); free(self.sig_drops); free(self.apm_t)
         free(self.apm_left); free(self.apm_agg); free(self.apm_drops); free(self.agg_p)
-        free(self.agg_drops)
+        free(self.agg_drops); free(self.counts)
+
+    cdef int _count(self, int agg, int64_t now) except -1:
+        cdef int64_t b = now // self.count_bin_ns, cap, i
+        cdef int64_t* grown
+        if b >= self.count_cap:
+            cap = max(b + 1, 2 * self.count_cap, 1024)
+            grown = <int64_t*> malloc(self.n_count * cap * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            memset(grown, 0, self.n_count * cap * sizeof(int64_t))
+            for i in range(self.n_count):        # rows are aggregates
+                if self.count_cap:
+                    memcpy(&grown[i * cap], &self.counts[i * self.count_cap],
+                           self.count_cap * sizeof(int64_t))
+            free(self.counts)
+            self.counts = grown
+            self.count_cap = cap
+        self.counts[agg * self.count_cap + b] += 1
+        return 0
+
+
 
     cdef double cumulative(self, int i, double t):
         """Drops signature ``i`` asks for over [start, t]: A * ∫ s_i."""
@@ -128,11 +165,13 @@ cdef class Perturber:
         rem = u - j * tc
         return self.amp[i] * ((periods * pre[n] + pre[j]) * tc + self.chips[i * self.max_chips + j] * rem)
 
-    cdef bint arrival(self, int agg, int64_t now):
+    cdef bint arrival(self, int agg, int64_t now) except -1:
         """True if the packet of aggregate ``agg`` arriving at ``now`` is to be dropped."""
         cdef int i
         cdef double t = now * 1e-9, c
         cdef bint drop = False
+        if 0 <= agg < self.n_count:
+            self._count(agg, now)
         for i in range(self.n_apm):
             if self.apm_left[i] > 0 and now >= self.apm_t[i] and (self.apm_agg[i] < 0 or self.apm_agg[i] == agg):
                 self.apm_left[i] -= 1
@@ -157,6 +196,17 @@ cdef class Perturber:
     def offer(self, int aggregate, int64_t now):
         """Python access to :meth:`arrival` (tests)."""
         return self.arrival(aggregate, now)
+
+    def arrival_counts(self):
+        """Arrivals per aggregate (rows 0..count_aggregates-1) per ``count_bin_s`` bin from t = 0
+        (int64 array; bins after the last arrival are absent)."""
+        import numpy
+        out = numpy.zeros((self.n_count, self.count_cap), dtype=numpy.int64)
+        cdef int64_t i, b
+        for i in range(self.n_count):
+            for b in range(self.count_cap):
+                out[i, b] = self.counts[i * self.count_cap + b]
+        return out
 
     def drop_counts(self):
         """Drops so far: {"signature": [...], "apm": [...], "aggregate": [...]}."""

@@ -3,12 +3,19 @@
 #   on_ack(s, newly_acked, now)    new cumulative ACK outside fast recovery: grow the window
 #   on_rtt(s, rtt_ns, now)         each valid (Karn) RTT sample
 #   ssthresh_on_loss(s) -> double  new ssthresh on fast retransmit or timeout
-#   on_loss(s, timeout, now)       after the loss response was applied
+#   on_loss(s, timeout, now)       after the loss response was applied (timeout: Linux's
+#                                  set_state(TCP_CA_Loss))
+#   undo_cwnd(s) -> double         cwnd after a reduction proved spurious (Linux undo)
 #   on_send(s, seg, retx, now)     a data segment leaves (new or retransmitted)
 #   on_dupack(s, now)              a duplicate ACK, only with recovery = RECOVERY_CC
-# ``recovery`` selects the loss recovery the sender runs (Tahoe, Reno, NewReno) or hands duplicate
-# ACKs to the congestion control (RECOVERY_CC: Vegas runs its own, as ns-2's VegasTcpAgent).
-# The congestion-avoidance slope is ``s.xi`` (default 1): cwnd += xi/cwnd per ACK.
+#   window_in_force(s) -> double   the window without fast-recovery inflation (TCP-MT's SSC)
+# ``recovery`` selects the classic loss recovery the sender runs (Tahoe, Reno, NewReno) or hands
+# duplicate ACKs to the congestion control (RECOVERY_CC: Vegas runs its own, as ns-2's
+# VegasTcpAgent); a RecoveryOps such as SackRack ignores it. The congestion-avoidance slope is
+# ``s.xi`` (default 1): cwnd += xi/cwnd per ACK. With SackRack ``newly`` counts segments newly
+# delivered (cumulatively or by SACK), as Linux's ``acked``. ``slow_start`` and
+# ``cong_avoid_ai`` are Linux's tcp_slow_start / tcp_cong_avoid_ai on integer windows (the
+# Linux flavors in cc_reno_linux.pxi and cc_cubic.pxi use them).
 
 cdef class CongestionOps:
     cdef public int recovery
@@ -54,6 +61,32 @@ cdef class CongestionOps:
         cdef bint cut = s.in_recovery or s.dupacks >= 3
         cdef double w = s.ssthresh if cut and s.ssthresh < s.cwnd else s.cwnd
         return w if w < s.rwnd else <double>s.rwnd
+
+    cdef double undo_cwnd(self, TcpSender s) except? -1:
+        return s.cwnd if s.cwnd > s.prior_cwnd else s.prior_cwnd
+
+    cdef int64_t slow_start(self, TcpSender s, int64_t acked) except? -1:
+        """cwnd += acked up to ssthresh; returns the ACKed segments left for congestion avoidance."""
+        cdef double cwnd = s.cwnd + acked
+        if cwnd > s.ssthresh:
+            cwnd = s.ssthresh
+        acked -= <int64_t>(cwnd - s.cwnd)
+        s.cwnd = cwnd
+        return acked
+
+    cdef int cong_avoid_ai(self, TcpSender s, int64_t w, int64_t acked) except -1:
+        """cwnd += 1 per ``w`` segments ACKed (s.cwnd_cnt holds the credit)."""
+        cdef int64_t delta
+        if w < 1:
+            w = 1
+        if s.cwnd_cnt >= w:
+            s.cwnd_cnt = 0
+            s.cwnd += 1.0
+        s.cwnd_cnt += acked
+        if s.cwnd_cnt >= w:
+            delta = s.cwnd_cnt // w
+            s.cwnd_cnt -= delta * w
+            s.cwnd += delta
 
 
 cdef class Tahoe(CongestionOps):
@@ -351,9 +384,7 @@ cdef class Vegas(CongestionOps):
                 # ns-2 reset_rtx_timer(1): back the coarse timer off, restart it, stop RTT timing
                 if s.backoff < 64:
                     s.backoff *= 2
-                if s.ns2_rto and s.backoff > 8 and s.ns2_srtt != 0:
-                    s.ns2_rttvar += s.ns2_srtt >> 3
-                    s.ns2_srtt = 0
+                s._ns2_backoff()
                 s._timer_set(now + s._rto_value())
                 s.rtt_seq = -1
                 s.sim.flows[s.flow].fast_retx += 1

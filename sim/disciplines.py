@@ -135,6 +135,8 @@ class PerturbParams:
     apm: list[Apm] = meta(factory=list)
     drop_probability: list[float] = meta(factory=list, doc="per aggregate (cls tag)")
     max_credit: float = meta(2.0, min=1)
+    count_aggregates: int = meta(0, min=0, doc="count arrivals of cls tags 0..n-1 per bin")
+    count_bin: float = meta(0.01, gt=0, doc="bin of the per-aggregate arrival counts, s")
 
     def validate(self, path):
         if any(not 0 <= p <= 1 for p in self.drop_probability):
@@ -189,7 +191,7 @@ def build_perturb(params, ctx):
              "periodic": s.periodic, "aggregate": s.aggregate} for s in params.signatures]
     apm = [(a.time, a.drops, a.aggregate) for a in params.apm]
     perturber = _sim.Perturber(sigs, apm, params.drop_probability, params.max_credit,
-                               ctx.rng_state)
+                               ctx.rng_state, params.count_aggregates, params.count_bin)
     return _sim.PerturbQueue(params.inner.build(ctx), perturber)
 
 

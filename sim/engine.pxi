@@ -36,7 +36,8 @@ ctypedef struct FlowStat:
     int64_t drop_bytes[2]
     int64_t retx            # retransmitted data packets
     int64_t timeouts
-    int64_t fast_retx
+    int64_t fast_retx       # loss-recovery episodes (fast retransmits)
+    int64_t loss_probes     # tail loss probes sent
     int64_t goodput_bytes   # unique payload bytes delivered in order
     int64_t transfers       # transfers started
     int64_t completed       # transfers completed
@@ -52,6 +53,9 @@ ctypedef struct TransferRec:
     int64_t pkts_sent
     int64_t retx
     int64_t timeouts
+    int64_t probes          # tail loss probes
+    int64_t request         # request mode: bytes the client sent first (0: none)
+    int64_t response        # request mode: ns the server started its response, -1 if not
 
 
 @cython.final
@@ -252,6 +256,7 @@ cdef class Simulator:
         r.size = size
         r.start = now
         r.end = -1
+        r.response = -1
         self.flows[flow].transfers += 1
         self.ntransfers += 1
         return self.ntransfers - 1
@@ -288,7 +293,7 @@ cdef class Simulator:
         cols = {k: np.zeros(n, np.int64) for k in (
             "sent_pkts", "sent_bytes", "recv_pkts", "recv_bytes", "drop_pkts", "drop_bytes",
             "ack_sent_pkts", "ack_recv_pkts", "ack_drop_pkts", "retransmits", "timeouts",
-            "fast_retransmits", "goodput_bytes", "transfers", "completed")}
+            "fast_retransmits", "loss_probes", "goodput_bytes", "transfers", "completed")}
         cls = np.zeros(n, np.int32)
         rtt = np.zeros(n, np.float64)
         cdef Py_ssize_t i
@@ -307,6 +312,7 @@ cdef class Simulator:
             cols["retransmits"][i] = f.retx
             cols["timeouts"][i] = f.timeouts
             cols["fast_retransmits"][i] = f.fast_retx
+            cols["loss_probes"][i] = f.loss_probes
             cols["goodput_bytes"][i] = f.goodput_bytes
             cols["transfers"][i] = f.transfers
             cols["completed"][i] = f.completed
@@ -320,7 +326,7 @@ cdef class Simulator:
         import numpy as np
         n = self.ntransfers
         names = ("flow", "conn", "size", "start", "end", "bytes_sent", "pkts_sent", "retransmits",
-                 "timeouts")
+                 "timeouts", "loss_probes", "request", "response")
         cols = {k: np.zeros(n, np.int64) for k in names}
         cdef Py_ssize_t i
         cdef TransferRec* r
@@ -335,6 +341,9 @@ cdef class Simulator:
             cols["pkts_sent"][i] = r.pkts_sent
             cols["retransmits"][i] = r.retx
             cols["timeouts"][i] = r.timeouts
+            cols["loss_probes"][i] = r.probes
+            cols["request"][i] = r.request
+            cols["response"][i] = r.response
         return cols
 
     @property

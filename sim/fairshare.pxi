@@ -8,6 +8,12 @@
 # flagged), the intent of max-min without stale shares flagging a flow after others left.  A flagged flow loses one arriving packet, at most one
 # per RTT.  Rates are bytes/s, times int64 ns.
 #
+# Membership follows the connection: the paper's "TCP flow starting to send data through the
+# router is initially assumed to be short lived ... after a period of time, if the flow is still
+# active, it is upgraded to long lived" (Wu & Nikolaidis, Appendix) is about one TCP connection;
+# a sender that opens a new connection starts short again (``end_long_flow``), as the lifetime
+# classifier of the classful queues does.
+#
 # Ticks run lazily: a flow's due ticks are caught up when its packets arrive, and every
 # ``sweep`` (its smallest RTT) all flows are caught up, so a flow that went silent decays its
 # demand (m = 0 ticks) and frees its share for the others as max-min requires.
@@ -27,6 +33,7 @@ cdef class FairShare:
     cdef Py_ssize_t cap, n_long
     cdef int* members                  # long-lived flow ids
     cdef char* active                  # per flow: initialised as long-lived
+    cdef int* conn                     # per flow: the connection that is long-lived
     cdef int64_t* rtt_ns
     cdef int64_t* next_tick
     cdef int64_t* dropevent
@@ -49,6 +56,7 @@ cdef class FairShare:
         self.next_sweep = 0
         self.members = NULL
         self.active = NULL
+        self.conn = NULL
         self.rtt_ns = NULL
         self.next_tick = NULL
         self.dropevent = NULL
@@ -59,7 +67,7 @@ cdef class FairShare:
         self.scratch = NULL
 
     def __dealloc__(self):
-        free(self.members); free(self.active); free(self.rtt_ns); free(self.next_tick)
+        free(self.members); free(self.active); free(self.conn); free(self.rtt_ns); free(self.next_tick)
         free(self.dropevent); free(self.count); free(self.demand); free(self.share)
         free(self.flag); free(self.scratch)
 
@@ -70,6 +78,7 @@ cdef class FairShare:
         n = max(64, 2 * self.cap, flow + 1)
         self.members = <int*> realloc(self.members, n * sizeof(int))
         self.active = <char*> realloc(self.active, n)
+        self.conn = <int*> realloc(self.conn, n * sizeof(int))
         self.rtt_ns = <int64_t*> realloc(self.rtt_ns, n * sizeof(int64_t))
         self.next_tick = <int64_t*> realloc(self.next_tick, n * sizeof(int64_t))
         self.dropevent = <int64_t*> realloc(self.dropevent, n * sizeof(int64_t))
@@ -78,7 +87,8 @@ cdef class FairShare:
         self.share = <double*> realloc(self.share, n * sizeof(double))
         self.flag = <char*> realloc(self.flag, n)
         self.scratch = <double*> realloc(self.scratch, n * sizeof(double))
-        if self.scratch == NULL or self.flag == NULL or self.share == NULL:
+        if (self.scratch == NULL or self.flag == NULL or self.share == NULL
+                or self.conn == NULL):
             raise MemoryError()
         memset(&self.active[old], 0, n - old)
         memset(&self.flag[old], 0, n - old)
@@ -105,12 +115,15 @@ cdef class FairShare:
         for k in range(n):
             self.share[self.members[k]] = min(self.demand[self.members[k]], level)
 
-    cpdef void init_long_flow(self, Py_ssize_t flow, double rtt_s, int size, int64_t now):
-        """Figure 14: start regulating ``flow`` (RTT from the scenario's rttlookup)."""
+    cpdef void init_long_flow(self, Py_ssize_t flow, double rtt_s, int size, int64_t now,
+                              int conn=0):
+        """Figure 14: start regulating connection ``conn`` of ``flow`` (RTT from the scenario's
+        rttlookup)."""
         self._ensure(flow)
         if self.active[flow]:
             return
         self.active[flow] = 1
+        self.conn[flow] = conn
         self.members[self.n_long] = <int> flow
         self.n_long += 1
         self.rtt_ns[flow] = max(<int64_t> (rtt_s * 1e9), 1)
@@ -124,6 +137,24 @@ cdef class FairShare:
             self.next_sweep = now + self.sweep_ns
         self.next_tick[flow] = now
         self.tick(flow, now)
+
+    cpdef void end_long_flow(self, Py_ssize_t flow):
+        """Stop regulating ``flow`` (its long-lived connection is over); shares are recomputed."""
+        cdef Py_ssize_t k
+        if not self.is_long(flow):
+            return
+        for k in range(self.n_long):
+            if self.members[k] == flow:
+                self.members[k] = self.members[self.n_long - 1]
+                break
+        self.n_long -= 1
+        self.active[flow] = 0
+        self.flag[flow] = 0
+        self.maxmin()
+
+    cpdef int long_conn(self, Py_ssize_t flow):
+        """The connection of ``flow`` that is long-lived (-1 if none)."""
+        return self.conn[flow] if self.is_long(flow) else -1
 
     cdef void tick(self, Py_ssize_t i, int64_t now):
         """Figure 15 for flow ``i``: run every tick that is due by ``now``."""

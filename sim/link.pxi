@@ -1,4 +1,8 @@
 # Links: one direction, one Queue, a transmitter of ``rate_bps`` and a propagation delay.
+# Optional shaping: ``overhead`` bytes counted per packet beyond its IP bytes (HTB counts the
+# Ethernet header), and a token bucket of ``burst`` bytes filled at ``rate_bps``: the head packet
+# leaves at ``line_bps`` as soon as the bucket is not negative and takes its bytes from it (HTB:
+# a class may send while its tokens are >= 0), so up to ``burst`` bytes pass at line rate.
 #
 # send(): entry into the queue (the queue may drop); when the transmitter is free the head packet
 # is dequeued and occupies it for size*8/rate; then it propagates for ``delay`` and arrives at the
@@ -29,6 +33,12 @@ cdef class Link(Component):
     cdef Node dst_node
     cdef readonly double rate_bps
     cdef double ns_per_byte
+    cdef readonly double line_bps               # token bucket: the rate packets leave at
+    cdef double line_ns_per_byte
+    cdef readonly int32_t overhead              # bytes counted per packet beyond p.size
+    cdef readonly double burst                  # token-bucket depth, bytes (0: no bucket)
+    cdef double tokens                          # bytes in the bucket at tb_t (may be < 0)
+    cdef int64_t tb_t
     cdef readonly int64_t delay             # ns
     cdef readonly Queue queue
     cdef readonly int64_t busy_until        # the transmitter is free from this time on
@@ -56,7 +66,8 @@ cdef class Link(Component):
     cdef int64_t* ser
 
     def __init__(self, int id, str name, Node src, Node dst, double rate_bps, int64_t delay,
-                 Queue queue, double loss_p=0.0, rng_state=None):
+                 Queue queue, double loss_p=0.0, rng_state=None, double line_bps=0.0,
+                 double burst=0.0, int overhead=0):
         self.id = id
         self.name = name
         self.src = src.id
@@ -70,6 +81,12 @@ cdef class Link(Component):
         self.loss_p = loss_p
         if rng_state is not None:
             rng_seed(&self.rng, rng_state)
+        self.overhead = overhead
+        self.burst = burst if line_bps > 0 else 0.0
+        self.tokens = self.burst
+        self.line_bps = line_bps
+        if line_bps > 0:
+            self.line_ns_per_byte = 8e9 / line_bps
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -144,13 +161,32 @@ cdef class Link(Component):
         # until busy_until and arrives at busy_until + delay. A wake-up (TX_DONE) event exists
         # only while packets wait, so uncongested links cost one event per packet.
         self._q_integrate(now)
-        cdef Packet* p = self.queue.dequeue(now)
+        cdef Packet* p
         cdef int64_t tx
+        if self.burst > 0:
+            self.tokens += (now - self.tb_t) / self.ns_per_byte
+            if self.tokens > self.burst:
+                self.tokens = self.burst
+            self.tb_t = now
+            if self.tokens < 0:
+                # the shaper holds the head packet until the bucket is refilled to zero
+                if self.queue.len_pkts > 0:
+                    self.busy_until = now + <int64_t>ceil(-self.tokens * self.ns_per_byte)
+                    self.tx_pending = True
+                    self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
+                return 0
+        p = self.queue.dequeue(now)
         if p == NULL:
             return 0
-        tx = <int64_t>(p.size * self.ns_per_byte + 0.5)
+        if self.burst > 0:
+            tx = <int64_t>((p.size + self.overhead) * self.line_ns_per_byte + 0.5)
+            self.tokens -= p.size + self.overhead
+            # busy time is counted at the shaped rate: utilization of the shaper
+            self.busy_ns += <int64_t>((p.size + self.overhead) * self.ns_per_byte + 0.5)
+        else:
+            tx = <int64_t>((p.size + self.overhead) * self.ns_per_byte + 0.5)
+            self.busy_ns += tx
         self.busy_until = now + tx
-        self.busy_ns += tx
         self.departures += 1
         self.departure_bytes += p.size
         if self.ser != NULL:

@@ -9,6 +9,11 @@ cdef enum:
     F_RST = 0x04
     F_PSH = 0x08
     F_ACK = 0x10
+    # simulator-only bits above the 8 TCP flag bits (the pcap writes flags & 0xff)
+    F_XOPT = 0x100      # header bytes and pcap fields from this packet's own TCP options below
+    F_TSOPT = 0x200     # ... carrying the timestamps option
+    F_SACKOK = 0x400    # ... a SYN carrying SACK-permitted
+    F_CLIREV = 0x800    # ... of a connection the receiving end (DIR_REV) opened (request mode)
 
 cdef enum:
     PROTO_TCP = 6
@@ -39,6 +44,12 @@ ctypedef struct Packet:
     uint8_t dir         # DIR_FWD / DIR_REV
     uint8_t retx        # data: 1 if a retransmission; ACK: echo (Karn's rule)
     uint8_t ecn         # reserved (0)
+    int64_t tsecr       # F_XOPT: time (ns) of the packet whose timestamp this one echoes, 0: none
+    uint32_t tcp_seq    # F_XOPT: TCP sequence number relative to the sender's ISN (SYN = 0)
+    uint32_t tcp_ack    # F_XOPT: acknowledgment number relative to the peer's ISN
+    uint32_t sack[8]    # SACK blocks [left, right) relative to the data sender's ISN, most
+                        # recent first (a D-SACK block, if any, first)
+    uint8_t nsack       # number of SACK blocks
     int64_t user        # scratch for disciplines (e.g. virtual finish time, sub-queue id)
     double user_f       # scratch for disciplines
     Packet* next        # FIFO / free-list link

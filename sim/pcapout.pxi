@@ -11,6 +11,11 @@
 # in the data packet's ack_bytes, ns), 0 on a SYN), then NOPs. SYN and SYN/ACK carry MSS (= mss),
 # plus SACK-permitted and Timestamps when tcp_header >= 52; their header grows if these do not
 # fit (a SYN of a tcp_header = 52 run has 16 option bytes, 56 IP bytes: real SYNs are longer too).
+# Packets flagged F_XOPT (profile linux) carry their own header: p.size - 20 - payload TCP bytes,
+# with Linux's option layout (SYN: MSS, SACK-permitted, timestamps, window scale 10; others:
+# timestamps, SACK blocks), their relative sequence / acknowledgment numbers (tcp_seq, tcp_ack)
+# and timestamp echo (tsecr); with F_CLIREV the receiving end is the client (its port is the
+# ephemeral one).
 
 cdef inline void _be16(uint8_t* b, uint32_t v) noexcept:
     b[0] = (v >> 8) & 0xff
@@ -106,6 +111,45 @@ cdef class PcapWriter:
             n += 1
         return total
 
+    cdef int _linux_options(self, Packet* p, uint8_t* o, int total) noexcept:
+        """Linux's TCP options of an F_XOPT packet (tcp_options_write), ``total`` bytes."""
+        cdef int n = 0, i
+        cdef uint32_t isn = conn_isn(p.flow, p.conn, 0)
+        if p.flags & F_SYN:
+            # the MSS Linux advertises is the MTU's (the timestamps option then takes 12 bytes)
+            o[0] = 2; o[1] = 4; _be16(o + 2, <uint32_t>(self.mss + (12 if p.flags & F_TSOPT else 0)))
+            n = 4
+            if p.flags & F_TSOPT:
+                if p.flags & F_SACKOK:
+                    o[n] = 4; o[n + 1] = 2
+                else:
+                    o[n] = 1; o[n + 1] = 1
+                n += 2
+            elif p.flags & F_SACKOK:
+                o[n] = 1; o[n + 1] = 1; o[n + 2] = 4; o[n + 3] = 2
+                n += 4
+        elif p.flags & F_TSOPT:
+            o[0] = 1; o[1] = 1
+            n = 2
+        if p.flags & F_TSOPT:
+            o[n] = 8; o[n + 1] = 10
+            _be32(o + n + 2, <uint32_t>(p.t_created // 1000000))
+            _be32(o + n + 6, <uint32_t>(p.tsecr // 1000000))
+            n += 10
+        if p.flags & F_SYN:
+            o[n] = 1; o[n + 1] = 3; o[n + 2] = 3; o[n + 3] = 10         # NOP, window scale 10
+            n += 4
+        elif p.nsack > 0 and n + 4 + 8 * p.nsack <= total:
+            o[n] = 1; o[n + 1] = 1; o[n + 2] = 5; o[n + 3] = 2 + 8 * p.nsack
+            n += 4
+            for i in range(2 * p.nsack):
+                _be32(o + n, isn + p.sack[i])
+                n += 4
+        while n < total:
+            o[n] = 1
+            n += 1
+        return total
+
     cdef void write(self, Packet* p, int64_t now) noexcept:
         cdef uint8_t* b = self.buf
         cdef uint8_t* ip = b + 16 + 14
@@ -120,7 +164,13 @@ cdef class PcapWriter:
         cdef int fwd = p.dir == DIR_FWD
         if self.fp == NULL:
             return
-        if p.proto == PROTO_TCP and self.opt_len > 0:
+        if p.proto == PROTO_TCP and p.flags & F_XOPT:
+            thl = p.size - 20 - p.payload
+            if thl > 60:
+                thl = 60
+            self._linux_options(p, th + 20, thl - 20)
+            iplen = p.size
+        elif p.proto == PROTO_TCP and self.opt_len > 0:
             thl += self._options(p, th + 20, fwd)
             iplen = 20 + thl + p.payload
         else:
@@ -149,7 +199,25 @@ cdef class PcapWriter:
             csum = (csum & 0xffff) + (csum >> 16)
         _be16(ip + 10, (~csum) & 0xffff)
         cport = 1024 + <uint32_t>((<int64_t>p.flow * 1009 + p.conn) % 64511)
-        if p.proto == PROTO_TCP:
+        if p.proto == PROTO_TCP and p.flags & F_XOPT:
+            if p.flags & F_CLIREV:
+                _be16(th, 5001 if fwd else cport)
+                _be16(th + 2, cport if fwd else 5001)
+            else:
+                _be16(th, cport if fwd else 5001)
+                _be16(th + 2, 5001 if fwd else cport)
+            seq = conn_isn(p.flow, p.conn, 0 if fwd else 1) + p.tcp_seq
+            ack = conn_isn(p.flow, p.conn, 1 if fwd else 0) + p.tcp_ack
+            flags = p.flags
+            if not (flags & F_ACK):
+                ack = 0
+            _be32(th + 4, seq)
+            _be32(th + 8, ack)
+            th[12] = <uint8_t>((thl // 4) << 4)
+            th[13] = flags & 0xff
+            _be16(th + 14, 65535)
+            th[16] = 0; th[17] = 0; th[18] = 0; th[19] = 0
+        elif p.proto == PROTO_TCP:
             _be16(th, cport if fwd else 5001)
             _be16(th + 2, 5001 if fwd else cport)
             if fwd:

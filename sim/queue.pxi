@@ -102,3 +102,36 @@ cdef class Queue:
 cdef class DropTail(Queue):
     """FIFO that drops arrivals when ``limit_pkts`` packets or ``limit_bytes`` bytes are stored."""
     pass
+
+
+cdef class DropList(Queue):
+    """DropTail that also drops the packets whose 1-based arrival index at this queue is listed
+    (ns-2's ErrorModel/List), counting data packets (payload > 0) only, or every packet
+    (``all_packets``): deterministic losses for tests and examples."""
+    cdef int64_t* drops
+    cdef Py_ssize_t ndrops, next_drop
+    cdef bint all_packets
+    cdef readonly int64_t data_arrivals
+
+    def __init__(self, list drop, int64_t limit_pkts=0, int64_t limit_bytes=0,
+                 bint all_packets=False):
+        self.limit_pkts = limit_pkts
+        self.limit_bytes = limit_bytes
+        self.all_packets = all_packets
+        idx = sorted(set(int(i) for i in drop))
+        self.ndrops = len(idx)
+        self.drops = <int64_t*>malloc(max(1, self.ndrops) * sizeof(int64_t))
+        for i, v in enumerate(idx):
+            self.drops[i] = v
+
+    def __dealloc__(self):
+        free(self.drops)
+
+    cdef bint enqueue(self, Packet* p, int64_t now) except -1:
+        if p.payload > 0 or self.all_packets:
+            self.data_arrivals += 1
+            if self.next_drop < self.ndrops and self.drops[self.next_drop] == self.data_arrivals:
+                self.next_drop += 1
+                self.drop(p, now)
+                return False
+        return Queue.enqueue(self, p, now)

@@ -1,11 +1,14 @@
 """Simulation results: summary metrics, Arrow tables, and the run directory writer.
 
-Run directory (written atomically):
+Run directory (written atomically). Every file is a function of the scenario and seed alone (the
+same run gives the same bytes), except ``timing.json``:
   summary.json      headline metrics (see :func:`summarize`)
   flows.parquet     one row per flow: endpoints, class, base RTT, packets/bytes sent, received,
                     dropped (data and ACK directions), retransmits, timeouts, goodput, transfers
   transfers.parquet one row per transfer: size, start, end (null if unfinished), bytes sent,
-                    retransmits, reliable throughput S/W
+                    retransmits, timeouts, loss probes, reliable throughput S/W, request
+                    (bytes the client sent first, 0 if none) and response (null if none: when
+                    the server had the whole request and started its response)
   series.parquet    per monitored link and bin: t (timestamp[ns]), bytes, packets (departures),
                     arrival_bytes, arrival_packets, drops
   queue.parquet     queue samples: t, link, packets, bytes, avg (RED EWMA / instantaneous)
@@ -15,6 +18,8 @@ Run directory (written atomically):
                     x, gamma (bits), L1, L2hat, xi, A
   scenario.json     the scenario as run (after --set overrides and --seed)
   <a>-<b>.pcap      captures of links with pcap = true
+  timing.json       how long the run took: wall_s (wall-clock seconds of the simulation), events
+                    per second; the one file that differs between identical runs
 """
 from __future__ import annotations
 
@@ -36,10 +41,12 @@ NS = 1_000_000_000
 class Result:
     """Outcome of one run: ``summary`` (dict), ``flows``/``transfers``/``series``/``queue``/
     ``links`` (pyarrow Tables), ``scenario`` (the Scenario), ``pcaps`` (paths), ``hooks``
-    (pyarrow Table of the sender hooks' traces, or None when no hook recorded one)."""
+    (pyarrow Table of the sender hooks' traces, or None when no hook recorded one), ``timing``
+    (``wall_s``: wall-clock seconds; ``events_per_s``), kept out of ``summary`` so that the
+    summary depends only on the scenario and seed."""
 
     def __init__(self, summary, flows, transfers, series, queue, links, scenario, pcaps,
-                 hooks=None):
+                 hooks=None, timing=None):
         self.summary = summary
         self.flows = flows
         self.transfers = transfers
@@ -49,6 +56,7 @@ class Result:
         self.scenario = scenario
         self.pcaps = pcaps
         self.hooks = hooks
+        self.timing = timing or {}
 
     def __repr__(self):
         s = self.summary
@@ -66,6 +74,7 @@ class Result:
             if self.hooks is not None:
                 pq.write_table(self.hooks, tmp / "hooks.parquet")
             (tmp / "scenario.json").write_text(dumps(self.scenario.raw))
+            (tmp / "timing.json").write_text(dumps(self.timing))
             for p in self.pcaps:
                 shutil.copyfile(p, tmp / Path(p).name)
         return run_dir
@@ -154,7 +163,12 @@ def summarize(built, wall_s, pcap_dir):
         "packets_sent": pa.array(tr["pkts_sent"], pa.int64()),
         "retransmits": pa.array(tr["retransmits"], pa.int64()),
         "timeouts": pa.array(tr["timeouts"], pa.int64()),
+        "loss_probes": pa.array(tr["loss_probes"], pa.int64()),
         "reliable_throughput": pa.array(rel, pa.float64()),
+        "request": pa.array(tr["request"], pa.int64()),
+        "response": pc.if_else(pa.array(tr["response"] >= 0),
+                               pa.array(tr["response"], pa.int64()).cast(pa.timestamp("ns")),
+                               pa.scalar(None, pa.timestamp("ns"))),
     })
 
     parts = []
@@ -203,7 +217,6 @@ def summarize(built, wall_s, pcap_dir):
         "name": sc.name,
         "duration_s": dur,
         "seed": sc.simulation.seed,
-        "wall_s": wall_s,
         "events": int(sim.events),
         "bottleneck": b["name"],
         "bottleneck_rate_bps": b["rate_bps"],
@@ -231,5 +244,6 @@ def summarize(built, wall_s, pcap_dir):
         "response_time_by_size": _response_bins(tr["size"][done], dur_t[done]),
     }
     pcaps = [w.path for w in built.pcaps]
+    timing = {"wall_s": wall_s, "events_per_s": _ratio(sim.events, wall_s)}
     return Result(summary, flows, transfers, series, queue, links, sc, pcaps,
-                  hook_traces(built.hooks))
+                  hook_traces(built.hooks), timing)

@@ -38,9 +38,6 @@ def _ns(seconds):
     return int(round(seconds * NS))
 
 
-_CC = {"tahoe": _sim.Tahoe, "reno": _sim.Reno, "newreno": _sim.NewReno}
-
-
 @dataclass
 class FlowInfo:
     flow: int
@@ -78,14 +75,20 @@ class Built:
             for d, (x, y) in enumerate(((a, b), (b, a))):
                 lid = 2 * j + d
                 qspec = spec.queue if d == 0 or spec.queue_reverse is None else spec.queue_reverse
-                ctx = QueueContext(f"{x}->{y}", spec.rate, spec.delay, mss,
+                ctx = QueueContext(f"{x}->{y}", spec.direction(d == 1)[0] or spec.line_rate,
+                                   spec.delay, mss,
                                    mss + sc.simulation.tcp_header,
                                    _stream(seed, _RNG_QUEUE, lid), sc)
                 q = qspec.build(ctx)
                 loss = spec.loss if d == 0 else spec.loss_reverse
+                shaped, line = spec.direction(d == 1)
+                if shaped > 0 and (spec.burst > 0 or spec.overhead > 0):
+                    shaping = {"line_bps": line, "burst": spec.burst, "overhead": spec.overhead}
+                else:
+                    shaping = {}
                 link = _sim.Link(lid, f"{x}->{y}", self.nodes[idx[x]], self.nodes[idx[y]],
-                                 spec.rate, _ns(spec.delay), q, loss,
-                                 _stream(seed, _RNG_LINK, lid))
+                                 shaped or line, _ns(spec.delay), q, loss,
+                                 _stream(seed, _RNG_LINK, lid), **shaping)
                 link.attach(sim)
                 if writer is not None:
                     link.set_pcap(writer)
@@ -145,6 +148,7 @@ class Built:
             count = len(rows[0])
         else:
             count = g.count or max(len(srcs), len(dsts))
+        request = rows is not None and rows[3] is not None
         tcp = tcp_for(sc, g, f"{path}.tcp") if g.transport == "tcp" else None
         start_rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_APP, gi)))
         jitter = start_rng.random(count) * g.start_spread
@@ -163,7 +167,7 @@ class Built:
             key = (gi, i)
             if g.transport == "tcp":
                 app_target = self._tcp_pair(flow, gi, tcp, self.nodes[si], self.nodes[di],
-                                            _ns(extra), base_rtt)
+                                            _ns(extra), base_rtt, request)
             else:
                 app_target = self._udp_pair(flow, g, self.nodes[si], self.nodes[di], _ns(extra))
             app = self._app(g, key, app_target, rows, i)
@@ -171,9 +175,11 @@ class Built:
             self.sim.add_component(app)
             app.start(_ns(g.start + jitter[i]))
 
-    def _tcp_pair(self, flow, gi, t, src, dst, extra_ns, base_rtt):
+    def _tcp_pair(self, flow, gi, t, src, dst, extra_ns, base_rtt, request=False):
+        """Sender at ``src``, receiver at ``dst`` (with a request-mode client when ``request``)."""
         sc = self.sc
         mss, hdr = sc.simulation.mss, sc.simulation.tcp_header
+        linux = t.profile == "linux"
         snd = _sim.TcpSender(src, flow, dst.id, mss, hdr)
         snd.init_cwnd = t.init_cwnd
         snd.init_ssthresh = t.init_ssthresh
@@ -189,20 +195,31 @@ class Built:
             snd.tick_phase = int(tick_rng.integers(0, snd.tick))
         snd.xi = t.xi
         snd.extra_delay = extra_ns
-        if t.cc == "vegas":
-            snd.cc = _sim.Vegas(t.vegas.alpha, t.vegas.beta, t.vegas.gamma)
-        elif t.cc == "rate":
-            snd.cc = _sim.Rate(t.rate.a, t.rate.b, t.rate.equal, t.rate.tau)
-        else:
-            snd.cc = _CC[t.cc]()
+        snd.linux_tcp = linux
+        snd.ts_opt, snd.sack_ok = t.timestamps, t.sack
+        snd.response_delay, snd.close_delay = _ns(t.response_delay), _ns(t.close_delay)
+        snd.cc = t.build_cc()
+        snd.rec = t.build_recovery()
         sink = _sim.TcpSink(dst, flow, snd, mss, hdr)
-        sink.delack = t.delayed_ack
+        sink.delack = t.delayed_ack is True
+        sink.linux_ack = t.delayed_ack == "linux"
         sink.delack_timeout = _ns(t.delack_timeout)
         sink.extra_delay = extra_ns
+        sink.linux_tcp = linux
+        sink.sack, sink.dsack, sink.ts_opt = t.sack, t.dsack, t.timestamps
+        sink.tick = snd.tick
+        sink.rto_bound = snd.min_rto
         self.sim.add_agent(snd)
         self.sim.add_agent(sink)
         snd.connect(sink.agent_id)
         sink.connect(snd.agent_id)
+        if request:
+            client = _sim.TcpClient(sink)
+            client.init_rto, client.min_rto, client.max_rto = snd.init_rto, snd.min_rto, snd.max_rto
+            client.tick = snd.tick
+            client.init_cwnd = t.init_cwnd
+            client.request_delay, client.close_delay = _ns(t.request_delay), _ns(t.close_delay)
+            self.sim.add_component(client)
         if t.hook is not None:
             hook = t.hook.build(HookContext(flow, gi, _stream(self.seed, _RNG_HOOK, flow), sc,
                                             base_rtt))
@@ -250,7 +267,8 @@ class Built:
         else:
             app = _sim.ScheduledApp()
             app.set_schedule(np.array([rows[0][i]], np.int64) + _ns(g.start),
-                             np.array([rows[1][i]], np.int64))
+                             np.array([rows[1][i]], np.int64),
+                             None if rows[3] is None or not tcp else [int(rows[3][i])])
         if tcp:
             app.tcp = sender
             sender.app = app
@@ -265,6 +283,8 @@ class Built:
         dur = self.sc.simulation.duration
         app.idle_mean = _ns(g.idle)
         app.first_idle = g.first_idle
+        app.pad_last = g.pad_last
+        app.idle_after_ack = g.idle_after == "last_ack"
         n_pre = int(math.ceil(dur / g.idle)) + 1
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_SIZES,) + key))
         if sd.dist == "pareto":
@@ -329,7 +349,8 @@ class Built:
 
 
 def _trace_rows(g, gi, tables):
-    """(start_ns relative, size bytes, rtt s) arrays of a trace-driven group."""
+    """(start_ns relative, size bytes, rtt s, request bytes or None) arrays of a trace-driven
+    group; a ``request`` column (client -> server bytes) puts every flow in request mode."""
     import pyarrow as pa
 
     table = None
@@ -379,7 +400,12 @@ def _trace_rows(g, gi, tables):
         raise ScenarioError(f"traffic[{gi}].table: no flows")
     start = start - start.min()
     size = np.where(np.isfinite(size) & (size > 0), size, 1).astype(np.int64)
-    return start, size, rtt
+    request = None
+    if "request" in cols:
+        req = np.asarray(table["request"].cast(pa.float64()).fill_null(0.0)
+                         .to_numpy(zero_copy_only=False), dtype=np.float64)
+        request = np.where(np.isfinite(req) & (req > 0), req, 0).astype(np.int64)
+    return start, size, rtt, request
 
 
 def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_dir=None) -> Result:

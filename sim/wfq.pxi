@@ -274,8 +274,9 @@ cdef class _DropWrapper(Queue):
 
 
 cdef class FairShareQueue(_DropWrapper):
-    """FairShare (fairshare.pxi) in front of ``inner``: flows become long-lived after
-    ``threshold`` packets and are then regulated against ``long_share`` of the link rate."""
+    """FairShare (fairshare.pxi) in front of ``inner``: a connection becomes long-lived after
+    ``threshold`` packets and is then regulated against ``long_share`` of the link rate; the
+    sender's next connection starts short again."""
     cdef readonly FairShare fairshare
     cdef readonly FlowClassifier lifetime
     cdef readonly double long_share, beta
@@ -297,9 +298,11 @@ cdef class FairShareQueue(_DropWrapper):
         if p.dir != DIR_FWD:
             return False
         if self.fairshare.is_long(f):
-            return self.fairshare.arrival(f, p.size, now)
+            if self.fairshare.long_conn(f) == p.conn:
+                return self.fairshare.arrival(f, p.size, now)
+            self.fairshare.end_long_flow(f)
         if self.lifetime.threshold == 0 or self.lifetime.classify(f, p.conn) >= self.lifetime.n_rtt:
-            self.fairshare.init_long_flow(f, self.sim.flow_base_rtt[f], p.size, now)
+            self.fairshare.init_long_flow(f, self.sim.flow_base_rtt[f], p.size, now, p.conn)
         return False
 
 
@@ -317,11 +320,13 @@ cdef class PerturbQueue(_DropWrapper):
         return self.perturber.arrival(p.cls, now)
 
 
-def drive_enqueue(Queue q, int flow, int size, int64_t now, int cls=0):
-    """Offer one bare forward data packet to ``q`` without an event loop (discipline tests);
-    ``q`` must be attached to a link of a simulator that has ``flow``.  True if stored."""
+def drive_enqueue(Queue q, int flow, int size, int64_t now, int cls=0, int conn=0):
+    """Offer one bare forward data packet (of connection ``conn``) to ``q`` without an event
+    loop (discipline tests); ``q`` must be attached to a link of a simulator that has ``flow``.
+    True if stored."""
     cdef Packet* p = pkt_alloc()
     p.flow = flow
+    p.conn = conn
     p.size = size
     p.payload = size
     p.cls = cls

@@ -39,12 +39,13 @@ cdef class App(Component):
         """The TCP sender got the last ACK of a transfer."""
         pass
 
-    cdef int _begin(self, int64_t nbytes, int64_t now) except -1:
+    cdef int _begin(self, int64_t nbytes, int64_t now, int64_t req=-1) except -1:
+        """Start a transfer of ``nbytes``; ``req`` >= 0: request mode (TCP only)."""
         self.requests += 1
         if nbytes > 0:
             self.requested_bytes += nbytes
         if self.tcp is not None:
-            self.tcp.start_transfer(nbytes, now)
+            self.tcp.start_transfer(nbytes, now, req)
         else:
             self.udp.offer_transfer(nbytes, now)
 
@@ -68,6 +69,12 @@ cdef class FileApp(App):
     cdef Py_ssize_t nemp
     cdef public int64_t idle_mean          # ns
     cdef public bint first_idle            # start with an idle period (desynchronises clients)
+    # The self-similarity paper's ns agents (park-kim-crovella-1997...txt:111-113): a file of X
+    # bytes is q = ceil(X/M) full packets (``pad_last``), and the client's idle period follows
+    # the transfer's completion at the server, its last ACK (``idle_after_ack``); by default the
+    # last segment carries the remainder and the idle period starts at delivery.
+    cdef public bint pad_last
+    cdef public bint idle_after_ack
 
     def __dealloc__(self):
         free(self.sizes)
@@ -110,8 +117,16 @@ cdef class FileApp(App):
         return <int64_t>(x if x >= 1.0 else 1.0)
 
     cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
+        cdef int64_t x, mss
         if kind == APP_EV_START and self.first_idle:
             self._idle(now)
+        elif self.pad_last and self.tcp is not None:
+            # the request (X bytes) counts as asked; the wire carries ceil(X/M) full segments
+            x = self._next_size()
+            mss = self.tcp.mss
+            self.requests += 1
+            self.requested_bytes += x
+            self.tcp.start_transfer((x + mss - 1) // mss * mss, now)
         else:
             self._begin(self._next_size(), now)
 
@@ -120,7 +135,12 @@ cdef class FileApp(App):
         self.sim.schedule(now + d, self, APP_EV_REQUEST, NULL, 0)
 
     cdef int transfer_done(self, int32_t flow, int64_t now) except -1:
-        self._idle(now)
+        if not self.idle_after_ack or self.tcp is None:
+            self._idle(now)
+
+    cdef int sender_done(self, TcpSender s, int64_t now) except -1:
+        if self.idle_after_ack:
+            self._idle(now)
 
 
 cdef class PoissonApp(App):
@@ -168,28 +188,35 @@ cdef class OnOffApp(App):
 
 
 cdef class ScheduledApp(App):
-    """Transfers of given sizes at given times (a trace's flows); queued if one is still open."""
+    """Transfers of given sizes at given times (a trace's flows); queued if one is still open.
+    With ``requests`` (bytes, >= 0) each transfer is in request mode: the receiving end opens
+    the connection and sends that many bytes first."""
     cdef int64_t* times
     cdef int64_t* nbytes
+    cdef int64_t* reqs
     cdef Py_ssize_t n
 
     def __dealloc__(self):
         free(self.times)
         free(self.nbytes)
+        free(self.reqs)
 
-    def set_schedule(self, int64_t[::1] times, int64_t[::1] nbytes):
+    def set_schedule(self, int64_t[::1] times, int64_t[::1] nbytes, requests=None):
         free(self.times)
         free(self.nbytes)
+        free(self.reqs)
         self.n = times.shape[0]
         self.times = <int64_t*>malloc(max(1, self.n) * sizeof(int64_t))
         self.nbytes = <int64_t*>malloc(max(1, self.n) * sizeof(int64_t))
+        self.reqs = <int64_t*>malloc(max(1, self.n) * sizeof(int64_t))
         for i in range(self.n):
             self.times[i] = times[i]
             self.nbytes[i] = nbytes[i]
+            self.reqs[i] = -1 if requests is None else requests[i]
 
     def start(self, int64_t at=0):
         for i in range(self.n):
             self.sim.schedule(self.times[i], self, APP_EV_REQUEST, NULL, i)
 
     cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
-        self._begin(self.nbytes[arg], now)
+        self._begin(self.nbytes[arg], now, self.reqs[arg])

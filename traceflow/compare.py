@@ -4,17 +4,25 @@ A *side* is a capture (pcap/pcapng, compressed or not), a packets Parquet table,
 written by ``traceflow simulate`` / ``traceflow replay`` (``summary.json`` + the bottleneck pcap), or
 a directory of analytics outputs (``flows.parquet`` and ``series.parquet`` as written by
 ``traceflow flows`` / ``traceflow series``). Every side is reduced to the same :class:`Analytics`:
-the link series of the data direction (bytes per 10 ms bin) and the flow table, computed by the same
-code whether the traffic was measured or simulated.
+the link series of the data direction (bytes per 10 ms bin), the flow table and the transfers,
+computed by the same code whether the traffic was measured or simulated.
 
 Metrics (name → error measure; default tolerance in :data:`DEFAULT_TOLERANCES`):
 
 ``throughput``        data-direction IP bit rate over the span → relative error
 ``utilization``       throughput / capacity (one capacity for both sides) → relative error
-``loss_rate``         drop counter of a run, else retransmissions / data segments → absolute error
+``loss_rate``         fraction of the data direction's packets lost at the bottleneck → relative
+                      error. Exact on a run (its queue's drop counter) and on a capture given
+                      with the capture upstream of the queue (``before``:
+                      :mod:`traceflow.flows.queue_loss`); otherwise an *estimate* (retransmitted /
+                      data segments seen after the queue, which misses retransmissions whose
+                      original was dropped before it), labelled so in ``source``
 ``retransmission_rate`` retransmitted / data segments (from the flows) → absolute error
-``fct``               mean flow completion time per size bin (the self-similarity paper's Table 1
-                      bins) → mean absolute percentage error over bins present on both sides
+``fct``               transfer time from the request to the last data byte
+                      (:mod:`traceflow.flows.transfers`) per size bin (:data:`SIZE_BINS`): median, p90
+                      and count per bin; the error is the largest relative error of the median
+                      over the bins holding at least :data:`MIN_BIN_TRANSFERS` measured
+                      transfers, so the tolerance applies to every such bin
 ``size_ks``           two-sample Kolmogorov–Smirnov distance of transfer sizes (scipy)
 ``rtt_ks``            KS distance of handshake RTTs (SYN → final ACK)
 ``hurst_<method>``    Hurst estimate of the 10 ms series (V-T, R/S, wavelet, Whittle) → absolute error
@@ -32,13 +40,18 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from scipy import stats
-from sklearn.metrics import mean_absolute_percentage_error
 
 from traceflow.errors import InputFormatError, TraceflowError
 
-#: Flow-size bins of Park, Kim & Crovella (1997), Table 1 (bytes, inclusive).
-SIZE_BINS = ((0, 700), (701, 1000), (1001, 2000), (2001, 4000), (4001, 8000), (8001, 16000),
-             (16001, 64000), (64001, math.inf))
+#: Transfer-size bins [lo, hi) in bytes: short transfers that end in slow start or in one
+#: loss-recovery episode apart from the longer ones, up to bulk transfers beyond 1 MB.
+SIZE_BINS = ((0, 2000), (2000, 8000), (8000, 16000), (16000, 64000), (64000, 1_000_000),
+             (1_000_000, math.inf))
+#: bins with fewer measured transfers are reported, not judged (their median is noise)
+MIN_BIN_TRANSFERS = 30
+#: what a side's transfer times measure: request → last data byte (from packets), or the flow
+#: duration SYN → last packet (a flows table without packets)
+FCT_REQUEST, FCT_DURATION = "request to last data byte", "flow duration"
 BIN_NS = 10_000_000
 HURST_METHODS = ("vt", "rs", "wavelet", "whittle")
 LEVEL_SCALE_S = 1.0
@@ -48,27 +61,32 @@ LEVELS_H = 8
 DEFAULT_TOLERANCES = {
     "throughput": ("relative", 0.15),
     "utilization": ("relative", 0.15),
-    "loss_rate": ("absolute", 0.05),
+    "loss_rate": ("relative", 0.25),
     "retransmission_rate": ("absolute", 0.05),
-    "fct": ("mape", 0.5),
+    "fct": ("relative_median_per_bin", 0.2),
     "size_ks": ("ks", 0.1),
-    "rtt_ks": ("ks", 0.3),
-    **{f"hurst_{m}": ("absolute", 0.1) for m in HURST_METHODS},
+    "rtt_ks": ("ks", 0.1),
+    # the wavelet estimator is the reference one (Abry-Veitch, with a confidence interval)
+    **{f"hurst_{m}": ("absolute", 0.05 if m == "wavelet" else 0.1) for m in HURST_METHODS},
     "dispersion": ("rms_log10", 0.3),
     "levels": ("total_variation", 0.3),
 }
 
 
 def size_bin_labels():
-    return [f"<={hi}" if lo == 0 else (f">={lo}" if math.isinf(hi) else f"{lo}-{hi}")
+    def k(x):
+        return f"{x / 1e6:g}M" if x >= 1e6 else f"{x / 1e3:g}k"
+    return [f"<{k(hi)}" if lo == 0 else (f">={k(lo)}" if math.isinf(hi) else f"{k(lo)}-{k(hi)}")
             for lo, hi in SIZE_BINS]
 
 
 @dataclass
 class Analytics:
     """What a side reduces to. ``series``: bytes per 10 ms bin (data direction, float64);
-    ``sizes``/``fct``/``rtt``: per-flow transfer size (bytes), completion time (s), handshake RTT
-    (s) of complete TCP transfers; ``run_loss_rate``: the bottleneck's drop fraction of a run."""
+    ``sizes``/``fct``/``rtt``: per-transfer size (bytes), transfer time (s; what it measures is
+    ``fct_measure``) and handshake RTT (s) of complete TCP transfers; ``run_loss_rate``: the
+    bottleneck's drop fraction of a run; ``queue_loss``: the exact loss measured between a
+    capture before the queue and this one (:class:`traceflow.flows.queue_loss.QueueLoss`)."""
     source: str
     kind: str
     duration_s: float
@@ -81,6 +99,8 @@ class Analytics:
     rtt: np.ndarray
     capacity_bps: float | None = None
     run_loss_rate: float | None = None
+    fct_measure: str = FCT_REQUEST
+    queue_loss: object = None
     extra: dict = field(default_factory=dict)
 
     @property
@@ -91,11 +111,17 @@ class Analytics:
     def loss_rate(self):
         if self.run_loss_rate is not None:
             return self.run_loss_rate
+        if self.queue_loss is not None:
+            return self.queue_loss.rate
         return self.retransmission_rate
 
     @property
     def loss_source(self):
-        return "drops" if self.run_loss_rate is not None else "retransmissions"
+        if self.run_loss_rate is not None:
+            return "drops"
+        if self.queue_loss is not None:
+            return "before/after"
+        return "estimate: retransmissions"
 
     @property
     def retransmission_rate(self):
@@ -104,12 +130,13 @@ class Analytics:
 
 # ------------------------------------------------------------------------------------ sides
 
-def data_direction(packets):
-    """Packets sent by the data sender of their TCP connection (plus every non-TCP packet)."""
+def data_direction(packets, conns=None):
+    """Packets sent by the data sender of their TCP connection (plus every non-TCP packet);
+    ``conns``: the packets' :func:`traceflow.flows.hosts.connections`, when already at hand."""
     from traceflow.flows.hosts import connections
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
-    tcp = connections(df)
+    tcp = connections(df) if conns is None else conns
     keep = ["ts", "ip_len", "payload_len"]
     out = tcp.filter(pl.col("sender")).select(keep)
     other = df.filter(pl.col("proto") != 6).select(keep)
@@ -120,8 +147,11 @@ def analytics_from_packets(packets, *, source="", kind="packets", capacity_bps=N
                            start_ns=None, end_ns=None):
     """:class:`Analytics` of a packets table (the same code for measured and simulated traffic).
 
-    ``start_ns``/``end_ns`` restrict the span (a run's configured duration, say)."""
+    ``start_ns``/``end_ns`` restrict the span (a run's configured duration, say). Transfers are
+    timed from the request to the last data byte (:func:`traceflow.flows.transfers.transfer_times`)."""
     from traceflow.flows import flows as build_flows
+    from traceflow.flows.hosts import connections
+    from traceflow.flows.transfers import transfer_times
 
     df = packets if isinstance(packets, pl.DataFrame) else pl.from_arrow(packets)
     if start_ns is not None or end_ns is not None:
@@ -129,14 +159,18 @@ def analytics_from_packets(packets, *, source="", kind="packets", capacity_bps=N
         df = df.filter((ts >= (start_ns or 0)) & (ts < (end_ns or np.iinfo(np.int64).max)))
     if df.height == 0:
         raise InputFormatError("no packets to analyse", path=source or None)
-    data = data_direction(df)
+    conns = connections(df)
+    data = data_direction(df, conns)
     t = df["ts"].cast(pl.Int64)
     lo = int(start_ns) if start_ns is not None else int(t.min())
     hi = int(end_ns) if end_ns is not None else int(t.max()) + 1
     series = _bin(data["ts"].cast(pl.Int64).to_numpy(), data["ip_len"].cast(pl.Int64).to_numpy(), lo, hi)
-    fl = build_flows(df)
-    return analytics_from_flows(fl, series, duration_s=(hi - lo) / 1e9, source=source, kind=kind,
-                                capacity_bps=capacity_bps)
+    a = analytics_from_flows(build_flows(df), series, duration_s=(hi - lo) / 1e9, source=source,
+                             kind=kind, capacity_bps=capacity_bps)
+    tr = transfer_times(conns=conns)
+    a.sizes, a.fct = tr["size"].cast(pl.Float64).to_numpy(), tr["fct"].to_numpy()
+    a.rtt, a.fct_measure = tr["rtt"].drop_nulls().to_numpy(), FCT_REQUEST
+    return a
 
 
 def _bin(ts, size, lo, hi, width=BIN_NS):
@@ -147,19 +181,23 @@ def _bin(ts, size, lo, hi, width=BIN_NS):
 
 def transfers(flows):
     """Complete TCP transfers of a flow table: size (bytes of the larger direction), completion
-    time (s), handshake RTT (s), packets (both directions); flows cut by the capture edges (no SYN
-    or no FIN/RST) excluded."""
+    time (s, the flow's duration), handshake RTT (s), packets (both directions), request (bytes,
+    client → server) and ``path_rtt`` when the table has it (:func:`traceflow.models.fit.path_rtt`);
+    flows cut by the capture edges (no SYN or no FIN/RST) excluded."""
     fl = flows.filter((pl.col("proto") == 6) & (pl.col("handshake") == "complete")
                       & pl.col("close").is_in(["FIN", "RST"]))
     size = pl.max_horizontal("app_bytes_c2s", "app_bytes_s2c")
     return fl.select(size=size.cast(pl.Float64),
                      fct=pl.col("duration").dt.total_nanoseconds().cast(pl.Float64) / 1e9,
-                     rtt=pl.col("rtt_handshake"), packets=pl.col("packets")).filter(pl.col("size") > 0)
+                     rtt=pl.col("rtt_handshake"), packets=pl.col("packets"),
+                     request=pl.col("app_bytes_c2s").cast(pl.Float64),
+                     *[c for c in ("path_rtt",) if c in fl.columns]).filter(pl.col("size") > 0)
 
 
 def analytics_from_flows(flows, series, *, duration_s, source="", kind="analytics",
                          capacity_bps=None):
-    """:class:`Analytics` from a flow table and a bytes-per-10-ms series (1-D array)."""
+    """:class:`Analytics` from a flow table and a bytes-per-10-ms series (1-D array); transfer
+    times are flow durations (a flows table has no request times)."""
     tr = transfers(flows)
     c2s = pl.col("app_bytes_c2s") > pl.col("app_bytes_s2c")
     seg = flows.select(
@@ -171,35 +209,52 @@ def analytics_from_flows(flows, series, *, duration_s, source="", kind="analytic
         data_bytes=int(series.sum()), data_segments=int(seg["data"][0] or 0),
         retransmissions=int(seg["retx"][0] or 0), series=series,
         sizes=tr["size"].to_numpy(), fct=tr["fct"].to_numpy(),
-        rtt=tr["rtt"].drop_nulls().to_numpy(), capacity_bps=capacity_bps)
+        rtt=tr["rtt"].drop_nulls().to_numpy(), capacity_bps=capacity_bps,
+        fct_measure=FCT_DURATION)
 
 
-def load_side(path, *, capacity_bps=None):
+def load_side(path, *, capacity_bps=None, before=None):
     """Reduce one side (capture, packets Parquet, run directory, analytics directory) to
-    :class:`Analytics`."""
+    :class:`Analytics`. ``before``: a capture (or packets table) of the same traffic upstream of
+    the bottleneck queue, for the exact loss of a capture side (:mod:`traceflow.flows.queue_loss`)."""
     path = Path(path)
     if not path.exists():
         raise TraceflowError("no such file or directory", path=path)
     if path.is_dir():
+        if before is not None:
+            raise TraceflowError("--before applies to a capture or packets table, not a directory",
+                                 path=path)
         if (path / "summary.json").exists():
             return _run_side(path, capacity_bps)
         if (path / "flows.parquet").exists() and (path / "series.parquet").exists():
             return _analytics_dir_side(path, capacity_bps)
         raise InputFormatError("directory is neither a run (summary.json) nor analytics outputs "
                                "(flows.parquet + series.parquet)", path=path)
+    kind, packets = read_side_packets(path)
+    a = analytics_from_packets(packets, source=str(path), kind=kind, capacity_bps=capacity_bps)
+    if before is not None:
+        from traceflow.flows.queue_loss import queue_loss
+
+        a.queue_loss = queue_loss(read_side_packets(before)[1], packets)
+    return a
+
+
+def read_side_packets(path):
+    """``(kind, packets frame)`` of a capture or packets Parquet table."""
     from traceflow.flows import input_kind
 
+    path = Path(path)
+    if not path.exists():
+        raise TraceflowError("no such file", path=path)
     kind = input_kind(path)
     if kind == "flows":
         raise InputFormatError("a flows table alone has no link series: give a directory with "
                                "flows.parquet and series.parquet, a capture or a run", path=path)
     if kind == "packets":
-        return analytics_from_packets(pl.read_parquet(path), source=str(path), kind="packets",
-                                      capacity_bps=capacity_bps)
+        return "packets", pl.read_parquet(path)
     from traceflow.pcap.reader import read_packets
 
-    return analytics_from_packets(read_packets(path), source=str(path), kind="capture",
-                                  capacity_bps=capacity_bps)
+    return "capture", pl.from_arrow(read_packets(path))
 
 
 def _run_side(path, capacity_bps):
@@ -246,14 +301,27 @@ def _analytics_dir_side(path, capacity_bps):
 # ------------------------------------------------------------------------------------ metrics
 
 def fct_by_bin(sizes, fct):
-    """Mean completion time (s) and count per size bin (NaN where the bin is empty)."""
-    sizes, fct = np.asarray(sizes), np.asarray(fct)
-    means, counts = [], []
+    """Per size bin: ``(medians, p90s, counts)`` of the transfer times (s; NaN where empty)."""
+    sizes, fct = np.asarray(sizes, dtype=float), np.asarray(fct, dtype=float)
+    med, p90, counts = [], [], []
     for lo, hi in SIZE_BINS:
-        sel = (sizes >= lo) & (sizes <= hi)
-        counts.append(int(sel.sum()))
-        means.append(float(fct[sel].mean()) if sel.any() else math.nan)
-    return means, counts
+        x = fct[(sizes >= lo) & (sizes < hi) & np.isfinite(fct)]
+        counts.append(int(x.size))
+        med.append(float(np.median(x)) if x.size else math.nan)
+        p90.append(float(np.quantile(x, 0.9)) if x.size else math.nan)
+    return med, p90, counts
+
+
+def fct_errors(measured, predicted, *, min_count=MIN_BIN_TRANSFERS):
+    """Relative errors per bin of the medians and p90s of two :func:`fct_by_bin` results, and
+    which bins are judged (at least ``min_count`` measured transfers). A judged bin the
+    prediction left empty has an infinite error."""
+    (mm, m9, mn), (pm, p9, _) = measured, predicted
+    judged = [n >= min_count for n in mn]
+    err_med = [_rel(a, b) if np.isfinite(a) else math.nan for a, b in zip(mm, pm)]
+    err_med = [math.inf if j and not np.isfinite(e) else e for j, e in zip(judged, err_med)]
+    err_p90 = [_rel(a, b) for a, b in zip(m9, p9)]
+    return err_med, err_p90, judged
 
 
 def dispersion_curve(series, bin_ns=BIN_NS):
@@ -357,19 +425,25 @@ def compare(measured: Analytics, predicted: Analytics, tolerances=None):
     metrics["utilization"] = _metric("utilization", um, up, _rel(um, up), tolerances,
                                      capacity_bps=cap)
     lm, lp = measured.loss_rate, predicted.loss_rate
-    metrics["loss_rate"] = _metric("loss_rate", lm, lp, _abs(lm, lp), tolerances,
+    metrics["loss_rate"] = _metric("loss_rate", lm, lp, _rel(lm, lp), tolerances,
                                    source={"measured": measured.loss_source,
                                            "predicted": predicted.loss_source})
     rm, rp = measured.retransmission_rate, predicted.retransmission_rate
     metrics["retransmission_rate"] = _metric("retransmission_rate", rm, rp, _abs(rm, rp), tolerances)
 
-    fm, nm = fct_by_bin(measured.sizes, measured.fct)
-    fp, np_ = fct_by_bin(predicted.sizes, predicted.fct)
-    both = [i for i in range(len(SIZE_BINS)) if np.isfinite(fm[i]) and np.isfinite(fp[i]) and fm[i] > 0]
-    mape = (float(mean_absolute_percentage_error([fm[i] for i in both], [fp[i] for i in both]))
-            if both else math.nan)
-    metrics["fct"] = _metric("fct", fm, fp, mape, tolerances, bins=size_bin_labels(),
-                             count_measured=nm, count_predicted=np_, unit="s")
+    fm, fp = fct_by_bin(measured.sizes, measured.fct), fct_by_bin(predicted.sizes, predicted.fct)
+    err_med, err_p90, judged = fct_errors(fm, fp)
+    worst = max((e for e, j in zip(err_med, judged) if j), default=math.nan)
+    fct = _metric("fct", fm[0], fp[0], worst, tolerances, bins=size_bin_labels(),
+                  p90_measured=fm[1], p90_predicted=fp[1], count_measured=fm[2],
+                  count_predicted=fp[2], error_median=err_med, error_p90=err_p90, judged=judged,
+                  transfer_time={"measured": measured.fct_measure,
+                                 "predicted": predicted.fct_measure}, unit="s")
+    if measured.fct_measure != predicted.fct_measure:
+        fct["pass"] = False       # not like with like: never a pass
+    fct["bin_pass"] = [bool(j and e <= fct["tolerance"]) if j else None
+                       for e, j in zip(err_med, judged)]
+    metrics["fct"] = fct
 
     ks, pv = _ks(measured.sizes, predicted.sizes)
     metrics["size_ks"] = _metric("size_ks", _summary(measured.sizes), _summary(predicted.sizes), ks,
@@ -419,9 +493,10 @@ def _side_info(a: Analytics):
             "data_segments": a.data_segments}
 
 
-def compare_paths(measured, predicted, *, tolerances=None, capacity_bps=None):
-    """Load both sides and compare; the capacity of a run side applies to both."""
-    m = load_side(measured, capacity_bps=capacity_bps)
+def compare_paths(measured, predicted, *, tolerances=None, capacity_bps=None, before=None):
+    """Load both sides and compare; the capacity of a run side applies to both. ``before``: the
+    capture upstream of the bottleneck of the measured side (exact measured loss)."""
+    m = load_side(measured, capacity_bps=capacity_bps, before=before)
     p = load_side(predicted, capacity_bps=capacity_bps)
     if capacity_bps is None:
         cap = p.capacity_bps or m.capacity_bps
@@ -431,11 +506,28 @@ def compare_paths(measured, predicted, *, tolerances=None, capacity_bps=None):
 
 
 def format_table(result):
-    """A plain-text table of the comparison (one metric per line)."""
+    """A plain-text table of the comparison (one metric per line), then the per-bin FCT table."""
     lines = [f"{'metric':<22}{'measured':>14}{'predicted':>14}{'error':>10}{'tol':>8}  pass"]
     for name, m in result["metrics"].items():
+        if name == "fct":
+            continue
         lines.append(f"{name:<22}{_fmt(m['measured']):>14}{_fmt(m['predicted']):>14}"
                      f"{_fmt(m['error']):>10}{_fmt(m['tolerance']):>8}  {'yes' if m['pass'] else 'NO'}")
+    loss = result["metrics"]["loss_rate"]["source"]
+    lines.append(f"  (loss: measured from {loss['measured']}, predicted from {loss['predicted']})")
+    f = result["metrics"]["fct"]
+    lines.append(f"fct: transfer time ({f['transfer_time']['measured']}) per size bin; median, "
+                 f"p90 (s) and count; judged bins (n >= {MIN_BIN_TRANSFERS}) within "
+                 f"{f['tolerance']:g} on the median: {'yes' if f['pass'] else 'NO'}")
+    lines.append(f"  {'bin':<10}{'n meas':>8}{'n pred':>8}{'med meas':>10}{'med pred':>10}"
+                 f"{'err':>8}{'p90 meas':>10}{'p90 pred':>10}{'err':>8}  pass")
+    for i, label in enumerate(f["bins"]):
+        ok = f["bin_pass"][i]
+        lines.append(f"  {label:<10}{f['count_measured'][i]:>8}{f['count_predicted'][i]:>8}"
+                     f"{_fmt(f['measured'][i]):>10}{_fmt(f['predicted'][i]):>10}"
+                     f"{_fmt(f['error_median'][i]):>8}{_fmt(f['p90_measured'][i]):>10}"
+                     f"{_fmt(f['p90_predicted'][i]):>10}{_fmt(f['error_p90'][i]):>8}  "
+                     f"{'-' if ok is None else ('yes' if ok else 'NO')}")
     return "\n".join(lines)
 
 

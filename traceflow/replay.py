@@ -1,14 +1,17 @@
 """Replay measured or modelled flows closed-loop through the simulator.
 
 Two modes, one mechanism — a trace-driven traffic group of the simulator (``kind = "trace"``):
-every flow is a TCP connection from a left host to a right host of a dumbbell that opens at its
-start time, transfers its size and closes, so congestion dynamics are simulated, not copied.
+every flow is a TCP connection between a host on each side of a dumbbell that opens at its start
+time, carries the client's request and the server's response and closes, so congestion dynamics
+are simulated, not copied.
 
-- **Trace-driven** (a flows table): the measured TCP flows as they were — start times, transfer
-  sizes (application bytes of the larger direction) and per-flow RTT from the handshake
-  (SYN → final ACK; flows without one get the median).
+- **Trace-driven** (a flows table): the measured TCP connections as they were — start times,
+  request bytes (client → server), response bytes (server → client) and the propagation RTT of
+  their path: the minimum RTT of the connection's host pair over the whole trace
+  (:func:`traceflow.models.fit.path_rtt`), never the connection's own handshake RTT, which already holds
+  the queueing the simulated bottleneck creates again.
 - **Model** (a :class:`~traceflow.models.model.Model`): flows sampled from the fitted arrival process,
-  size distribution and RTT distribution. Sizes get the sample-path normalization of Park & Tuan
+  size, request and path-RTT distributions. Sizes get the sample-path normalization of Park & Tuan
   (2000, sec. 4.3): heavy-tailed samples converge slowly to their mean, so of several draws the
   one nearest the fitted mean is kept and its Pareto tail rescaled to hit the mean — a change of
   the tail's location b with α fixed. As in the paper, what must match is the *measured*
@@ -18,12 +21,13 @@ start time, transfers its size and closes, so congestion dynamics are simulated,
   :data:`NORMALIZE_TOLERANCE` of the fitted mean rate. The tail index (hence the burstiness) and
   the body of the size distribution stay as fitted.
 
-The bottleneck (capacity, buffer, discipline) and TCP flavor come from a scenario file
-(``replays/replay_*.toml``) and ``--set`` overrides; the capacity defaults to the fitted estimate.
-The end-host parameters the trace revealed (:mod:`traceflow.flows.hosts`: segment size, header bytes,
-initial window, receiver window, minimum RTO, delayed ACKs) are applied on top of the built-in
-defaults; a scenario or ``--set`` that names one of them wins. The bottleneck link is captured to
-``g1-g2.pcap`` in the run directory, so the same analytics apply to the predicted traffic.
+The bottleneck (capacity, buffer, discipline) comes from a scenario file (``replays/replay_*.toml``)
+and ``--set`` overrides; the capacity defaults to the fitted estimate. The end hosts are what the
+trace revealed (:mod:`traceflow.flows.hosts`: segment size, header bytes with the options seen, initial
+window, receiver window, minimum and initial RTO, delayed ACKs, SACK, timestamps), with the
+``linux`` TCP profile when the handshakes show SACK (:func:`host_settings`); a scenario or
+``--set`` that names a key wins. The bottleneck link is captured to ``g1-g2.pcap`` in the run
+directory, so the same analytics apply to the predicted traffic.
 """
 from __future__ import annotations
 
@@ -37,10 +41,10 @@ from traceflow.errors import InputFormatError, ScenarioError
 from traceflow.models.model import Hosts, Model
 from traceflow.values import apply_overrides, merge, read_toml
 
-#: Built-in replay topology: many hosts on fast, nearly delay-free access links, so the
-#: bottleneck and the per-flow RTTs of the trace shape the traffic.
+#: Built-in replay topology: many hosts on fast access links without propagation delay of their
+#: own, so the bottleneck and the per-flow path RTTs of the trace shape the traffic.
 HOSTS_PER_SIDE = 16
-DEFAULT_DELAY_S = 1e-5
+DEFAULT_DELAY_S = 0.0
 BOTTLENECK_PCAP = "g1-g2.pcap"
 #: model mode: at most this many runs to bring the replay's throughput within the tolerance
 #: (relative) of the fitted mean rate
@@ -48,43 +52,42 @@ NORMALIZE_ROUNDS = 4
 NORMALIZE_TOLERANCE = 0.02
 
 
-RTT_MODES = ("handshake", "floor")
+#: per-flow RTTs of a trace replay: the path's propagation RTT (host-pair minimum), or each
+#: flow's own handshake RTT (queueing included, so the simulator counts it twice: for comparison)
+RTT_MODES = ("path", "handshake")
 
 
-def apply_rtt_mode(table, mode):
-    """Per-flow RTTs as measured (``handshake``) or all set to their 5th percentile (``floor``).
+def trace_table(flows, *, rtt="path"):
+    """The replayable connections of a flows table: ``start`` (int ns), ``size`` (response bytes,
+    server → client), ``request`` (bytes, client → server), ``rtt`` (s: see :data:`RTT_MODES`).
 
-    A handshake RTT includes the queueing its packets met; the simulator adds its own queueing on
-    top, so replaying measured RTTs counts that queueing twice. ``floor`` keeps only the
-    propagation part the capture shows (its low quantile), for paths of similar length."""
-    if mode == "handshake":
-        return table
-    if mode != "floor":
-        raise ScenarioError(f"unknown RTT mode {mode!r} (use {' or '.join(RTT_MODES)})")
-    floor = table["rtt"].quantile(0.05) if table.height else 0.0
-    return table.with_columns(rtt=pl.lit(float(floor or 0.0)))
+    TCP flows that carried application bytes; missing RTTs get the median of the others (0 when
+    none was measured)."""
+    from traceflow.models.fit import path_rtt
 
-
-def trace_table(flows, *, rtt_column="rtt_handshake"):
-    """The replayable flows of a flows table: ``start`` (int ns), ``size`` (bytes), ``rtt`` (s).
-
-    TCP flows with application bytes; the size is the larger direction's transfer. Missing RTTs
-    get the median of the others (or 0 when none was measured)."""
+    if rtt not in RTT_MODES:
+        raise ScenarioError(f"unknown RTT mode {rtt!r} (use {' or '.join(RTT_MODES)})")
     if not isinstance(flows, pl.DataFrame):
         flows = pl.from_arrow(flows)
-    missing = {"proto", "start", "app_bytes_c2s", "app_bytes_s2c", rtt_column} - set(flows.columns)
+    need = {"proto", "start", "app_bytes_c2s", "app_bytes_s2c", "rtt_handshake"}
+    if rtt == "path":
+        need |= {"client_addr", "server_addr"}
+    missing = need - set(flows.columns)
     if missing:
         raise InputFormatError(f"not a flows table: missing {', '.join(sorted(missing))}")
-    t = (flows.filter(pl.col("proto") == 6)
-         .select(start=pl.col("start").cast(pl.Int64),
-                 size=pl.max_horizontal("app_bytes_c2s", "app_bytes_s2c").cast(pl.Int64),
-                 rtt=pl.col(rtt_column).cast(pl.Float64))
-         .filter(pl.col("size") > 0).sort("start"))
+    tcp = flows.filter(pl.col("proto") == 6)
+    if rtt == "path":
+        tcp = path_rtt(tcp)
+    t = (tcp.select(start=pl.col("start").cast(pl.Int64),
+                    size=pl.col("app_bytes_s2c").fill_null(0).cast(pl.Int64),
+                    request=pl.col("app_bytes_c2s").fill_null(0).cast(pl.Int64),
+                    rtt=pl.col("path_rtt" if rtt == "path" else "rtt_handshake").cast(pl.Float64))
+         .filter((pl.col("size") + pl.col("request")) > 0).sort("start"))
     if t.height == 0:
         raise InputFormatError("no TCP flows with data to replay")
-    med = t["rtt"].drop_nulls().median()
-    return t.with_columns(pl.col("rtt").fill_null(med if med is not None else 0.0).fill_nan(
-        med if med is not None else 0.0))
+    med = t["rtt"].drop_nulls().drop_nans().median()
+    fill = med if med is not None else 0.0
+    return t.with_columns(pl.col("rtt").fill_nan(None).fill_null(fill))
 
 
 def normalize_sample_mean(sizes, target_mean, *, xmin=None):
@@ -120,7 +123,8 @@ def _draw_sizes(dist, rng, n, normalize, candidates=32):
 
 def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     """Flows drawn from ``model``: arrivals over ``duration_s`` (default the fitted span), sizes
-    (normalized to the fitted mean unless ``normalize=False``), RTTs. Returns the trace table."""
+    (normalized to the fitted mean unless ``normalize=False``), requests (when the model has
+    them; drawn independently of the sizes), path RTTs. Returns the trace table."""
     from traceflow.models.fit import sample_interarrival
 
     rng = np.random.default_rng(seed)
@@ -142,37 +146,65 @@ def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     starts = starts[starts < duration_s]
     n = starts.size
     sizes = _draw_sizes(model.sizes, rng, n, normalize)
-    dist = model.rtt.distribution
+    # the path's propagation RTT (a model fitted before it was recorded: the handshake RTTs)
+    dist = model.rtt.propagation or model.rtt.distribution
     rtt = dist.sample(rng, n) if dist is not None else np.zeros(n)
-    return pl.DataFrame({"start": np.round(starts * 1e9).astype(np.int64), "size": sizes,
-                         "rtt": np.maximum(rtt, 0.0)})
+    out = {"start": np.round(starts * 1e9).astype(np.int64), "size": sizes,
+           "rtt": np.maximum(rtt, 0.0)}
+    if model.requests is not None:
+        out["request"] = np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)
+    return pl.DataFrame(out)
 
 
-#: IP + TCP header bytes the simulator's pcap writer emits (no TCP options).
-SIM_HEADER = 40
+def _tcp_keys():
+    import dataclasses
+
+    from traceflow.sim.scenario import TcpConfig
+
+    return {f.name for f in dataclasses.fields(TcpConfig)}
 
 
 def host_settings(hosts: Hosts | None):
     """Scenario keys (``simulation.*``, ``tcp.*``) for the inferred end-host parameters.
 
-    The simulator's pcap carries 40-byte IP + TCP headers without options, so a measured header
-    with options (e.g. 52 bytes with timestamps) is folded into the segment: full data packets keep
-    their measured wire size (what loads the link), at the price of ~1 % fewer segments per flow."""
+    Segments carry the measured payload (``simulation.mss``) under the measured header
+    (``simulation.tcp_header``: IP + TCP with the options seen, e.g. 52 bytes with timestamps), so
+    packets have their measured wire size. SACK in the handshakes selects the ``linux`` TCP profile
+    (SACK, RACK-TLP, PRR, Linux's RTO and delayed ACKs); the RTO floor, initial RTO, initial and
+    receiver windows, delayed ACKs, SACK and timestamps are set as seen."""
     if hosts is None:
         return {}
+    keys = _tcp_keys()
     sim, tcp = {}, {}
+
+    def put(value, *names):
+        # the first scenario key this simulator knows (profile keys first, classic ones after)
+        name = next((n for n in names if n in keys), None)
+        if name is not None and value is not None:
+            tcp[name] = value
+
     if hosts.segment_size:
-        extra = max(0, (hosts.header_bytes or SIM_HEADER) - SIM_HEADER)
-        sim["mss"] = int(hosts.segment_size) + extra
-        sim["tcp_header"] = SIM_HEADER
+        sim["mss"] = int(hosts.segment_size)
+        sim["tcp_header"] = int(hosts.header_bytes or 40)
+    if hosts.sack:
+        put("linux", "profile")
+    put(hosts.sack, "sack")
+    put(hosts.timestamps, "timestamps")
     if hosts.initial_window:
-        tcp["init_cwnd"] = float(hosts.initial_window)
+        put(float(hosts.initial_window), "init_cwnd")
     if hosts.receiver_window and hosts.segment_size:
-        tcp["rwnd"] = max(1, int(hosts.receiver_window // sim["mss"]))
+        put(max(1, int(hosts.receiver_window // hosts.segment_size)), "rwnd")
     if hosts.min_rto_s:
-        tcp["min_rto"] = float(hosts.min_rto_s)
-    if hosts.delayed_ack is not None:
-        tcp["delayed_ack"] = bool(hosts.delayed_ack)
+        put(float(hosts.min_rto_s), "rto_min", "min_rto")
+    if hosts.initial_rto_s:
+        put(float(hosts.initial_rto_s), "rto_init", "init_rto")
+    if hosts.delayed_ack is False or (hosts.delayed_ack and not tcp.get("profile")):
+        # the linux profile's own delayed ACKs (quick-ACK start, delack timer) stay when the
+        # trace shows delayed ACKs; plain every-second-segment ACKs otherwise
+        put(bool(hosts.delayed_ack), "delayed_ack")
+    put(hosts.request_delay_s, "request_delay")
+    put(hosts.response_delay_s, "response_delay")
+    put(hosts.close_delay_s, "close_delay")
     out = {}
     if sim:
         out["simulation"] = sim
@@ -232,11 +264,12 @@ def load_source(path):
 
 
 def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration_s=None, seed=None,
-           normalize=True, rtt="handshake", progress=None):
+           normalize=True, rtt="path", progress=None):
     """Replay ``source`` (model JSON path, :class:`Model`, flows Parquet path or flows frame) and
     write the run directory ``out_dir``. ``model`` supplies hosts and capacity in trace-driven
-    mode; ``seed`` (default: the scenario's) drives the sampling and the run; ``rtt`` is an
-    :func:`apply_rtt_mode` mode. Returns the simulator :class:`~traceflow.sim.Result`."""
+    mode; ``seed`` (default: the scenario's) drives the sampling and the run; ``rtt``: the
+    per-flow RTTs of a trace replay (:data:`RTT_MODES`). Returns the simulator
+    :class:`~traceflow.sim.Result`."""
     from traceflow.sim import run
 
     if isinstance(source, (str, Path)):
@@ -252,7 +285,7 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
         table = sample_flows(model, duration_s=duration_s, seed=seed or 0, normalize=normalize)
         span = float(duration_s or model.span.duration_s)
     else:
-        table = trace_table(obj)
+        table = trace_table(obj, rtt=rtt)
         if duration_s:
             span = float(duration_s)
         elif model is not None:
@@ -262,7 +295,6 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
             span = (int(ends.max()) - int(table["start"].min())) / 1e9
             span = max(span, 1.0)
         table = table.filter(pl.col("start") - pl.col("start").min() < int(span * 1e9))
-    table = apply_rtt_mode(table, rtt)
     hosts = model.hosts if model is not None else None
     cap = model.link.capacity_bps if model is not None else None
     raw = build_scenario(hosts=hosts, capacity_bps=cap, duration_s=span, scenario=scenario)
@@ -296,12 +328,15 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
         "normalized": bool(iterate),
         "normalize_rounds": rounds,
         "target_throughput_bps": model.link.mean_rate_bps if iterate else None,
-        "rtt": rtt,
+        "rtt": rtt if mode != "model" else "model",
         "hosts": None if hosts is None else {
-            "segment_size": hosts.segment_size, "initial_window": hosts.initial_window,
+            "segment_size": hosts.segment_size, "header_bytes": hosts.header_bytes,
+            "initial_window": hosts.initial_window,
             "initial_window_observable": hosts.initial_window_observable,
             "receiver_window": hosts.receiver_window, "min_rto_s": hosts.min_rto_s,
-            "delayed_ack": hosts.delayed_ack},
+            "initial_rto_s": hosts.initial_rto_s, "delayed_ack": hosts.delayed_ack,
+            "sack": hosts.sack, "timestamps": hosts.timestamps},
+        "host_settings": host_settings(hosts),
         "pcap": BOTTLENECK_PCAP,
     }
     result.write(out_dir)

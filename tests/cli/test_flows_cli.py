@@ -72,3 +72,50 @@ def test_not_a_table_is_an_input_error(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "neither a packets nor a flows table" in proc.stderr
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_rtt_samples_paths_and_vantage(tmp_path):
+    """``traceflow rtt --samples -o``: one row per sample, consistent with the flow table's path
+    RTT columns; the same input writes the same bytes."""
+    from traceflow.flows import load_flows
+
+    cap = shared_path("captures", "sanders_http_espn.pcapng")
+    out, again = tmp_path / "rtt.parquet", tmp_path / "again.parquet"
+    s = json.loads(run(["rtt", str(cap), "--samples", "-o", str(out), "--json"]))
+    run(["rtt", str(cap), "--samples", "-o", str(again), "--json"])
+    assert out.read_bytes() == again.read_bytes()
+    samples = pl.read_parquet(out)
+    assert samples.columns == ["ts", "connection", "half", "rtt", "path_rtt", "frame",
+                               "opening_frame"]
+    assert set(samples["half"]) == {"client", "server"} and (samples["rtt"] >= 0).all()
+    table = load_flows([cap]).filter(pl.col("rtt_samples") > 0)
+    per_flow = (samples.drop_nulls("path_rtt").group_by("connection")
+                .agg(n=pl.len(), lo=pl.col("path_rtt").min())
+                .join(table, left_on="connection", right_on="flow_id"))
+    assert per_flow.height == table.height > 10
+    assert (per_flow["n"] == per_flow["rtt_samples"]).all()
+    assert (per_flow["lo"] >= per_flow["rtt_min"] - 1e-12).all()   # a sum of minima is lower
+    assert s["column"] == "rtt_min" and s["per"] == "pair" and s["vantage"] == "receiver"
+    paths = pl.DataFrame(s["paths"])
+    assert paths["connections"].sum() == s["quantiles"]["n"]
+    assert paths["rtt_min"].min() == pytest.approx(table["rtt_min"].min())
+    text = run(["rtt", str(cap), "--per", "/16", "--column", "rtt_handshake"])
+    assert "paths, minimum RTT (ms)" in text and "rtt_handshake, minimum per path (/16)" in text
+
+
+def test_rtt_option_errors(tmp_path):
+    cap = shared_path("captures", "sanders_http_espn.pcapng")
+    flows_table = tmp_path / "flows.parquet"
+    run(["flows", str(cap), "-o", str(flows_table)])
+    for args, needle in [(["-o", str(tmp_path / "x.parquet")], "--samples and -o go together"),
+                         (["--per", "/40"], "prefix lengths"),
+                         (["--per", "hosts"], "path unit")]:
+        proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "rtt", str(cap),
+                               *args], capture_output=True, text=True)
+        assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    proc = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "rtt",
+                           str(flows_table), "--samples", "-o", str(tmp_path / "s.parquet")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and str(flows_table) in proc.stderr
+    assert not (tmp_path / "s.parquet").exists()

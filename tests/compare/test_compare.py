@@ -44,13 +44,16 @@ def test_errors_track_known_differences():
     assert r["utilization"]["measured"] == pytest.approx(m.throughput_bps / 2e6)
     assert r["utilization"]["error"] == pytest.approx(0.3, abs=0.02)
     assert r["retransmission_rate"]["error"] == pytest.approx(0.08, abs=1e-9)
-    assert r["loss_rate"]["source"] == {"measured": "retransmissions", "predicted": "retransmissions"}
+    assert r["loss_rate"]["error"] == pytest.approx(4.0)          # relative: 0.10 vs 0.02
+    assert r["loss_rate"]["source"] == {"measured": "estimate: retransmissions",
+                                        "predicted": "estimate: retransmissions"}
     assert r["size_ks"]["error"] > 0.1 and not r["size_ks"]["pass"]
     assert r["rtt_ks"]["error"] > 0.5
     # Poisson counts on both sides: Hurst near 0.5 on both, small errors
     assert abs(r["hurst_vt"]["measured"] - 0.5) < 0.08 and r["hurst_vt"]["pass"]
-    assert r["fct"]["bins"] == C.size_bin_labels()
-    assert len(r["fct"]["measured"]) == 8
+    assert r["fct"]["bins"] == C.size_bin_labels() == ["<2k", "2k-8k", "8k-16k", "16k-64k",
+                                                        "64k-1M", ">=1M"]
+    assert len(r["fct"]["measured"]) == 6
 
 
 def test_tolerances_decide_pass():
@@ -64,12 +67,34 @@ def test_tolerances_decide_pass():
             C.parse_tolerances([bad])
 
 
-def test_fct_bins_follow_table1():
-    sizes = np.array([500, 700, 701, 1000, 1500, 3000, 5000, 9000, 20000, 64000, 64001, 1e6])
+def test_fct_bins_median_p90_counts():
+    sizes = np.array([500, 1999, 2000, 7999, 8000, 15999, 16000, 63999, 64000, 999_999, 1e6, 5e6])
     fct = np.arange(sizes.size, dtype=float)
-    means, counts = C.fct_by_bin(sizes, fct)
-    assert counts == [2, 2, 1, 1, 1, 1, 2, 2]
-    assert means[0] == 0.5 and means[-1] == 10.5
+    med, p90, counts = C.fct_by_bin(sizes, fct)
+    assert counts == [2, 2, 2, 2, 2, 2]               # [lo, hi) bins
+    assert med == [0.5, 2.5, 4.5, 6.5, 8.5, 10.5]
+    assert p90[0] == pytest.approx(0.9)
+
+
+def test_fct_tolerance_is_per_bin():
+    """A 2x miss in one judged bin fails however good the others are; small bins are not judged."""
+    rng = np.random.default_rng(4)
+    sizes = np.concatenate([np.full(200, 1000.0), np.full(200, 5000.0), np.full(10, 30000.0)])
+    fct = rng.uniform(0.9, 1.1, sizes.size)
+    m, p = _side(1), _side(2)
+    m.sizes, m.fct, p.sizes = sizes, fct, sizes
+    p.fct = np.where(sizes == 5000, 2 * fct, fct)
+    p.fct[sizes == 30000] *= 3                        # 10 transfers: reported, not judged
+    f = C.compare(m, p)["metrics"]["fct"]
+    assert f["judged"] == [True, True, False, False, False, False]
+    assert f["error_median"][0] == pytest.approx(0) and f["error_median"][1] == pytest.approx(1)
+    assert f["error"] == pytest.approx(1) and not f["pass"]
+    assert f["bin_pass"][:3] == [True, False, None]
+    p.fct = fct * 1.1
+    assert C.compare(m, p)["metrics"]["fct"]["pass"]
+    # transfer times measured differently on the two sides never pass
+    p.fct_measure = C.FCT_DURATION
+    assert not C.compare(m, p)["metrics"]["fct"]["pass"]
 
 
 def test_dispersion_of_poisson_and_levels_distance():
@@ -129,6 +154,25 @@ def test_cli_compare(testbed_dir, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["pass"] and doc["metrics"]["utilization"]["tolerance"] == 0.01
     assert "utilization" in r.output and "overall: pass" in r.output
+    assert "estimate: retransmissions" in r.output        # no --before: loss labelled an estimate
+
+
+def test_cli_compare_before_makes_loss_exact(testbed_dir, tmp_path):
+    """With the capture before the queue, the measured loss is the fraction of the data
+    direction's packets seen before the queue and missing after it (the qdisc's drop fraction,
+    35781 of 255807 over the whole 900 s run), not the retransmission estimate."""
+    from traceflow.cli.main import cli
+
+    out = tmp_path / "cmp.json"
+    r = CliRunner().invoke(cli, ["compare", str(testbed_dir / "client.parquet"),
+                                 str(testbed_dir / "client.parquet"), "-o", str(out),
+                                 "--before", str(testbed_dir / "server.parquet"),
+                                 "--capacity", "1.48e6"])
+    assert r.exit_code == 0, r.output
+    loss = json.loads(out.read_text())["metrics"]["loss_rate"]
+    assert loss["source"]["measured"] == "before/after"
+    assert abs(loss["measured"] - 35781 / 255807) < 0.02
+    assert "measured from before/after" in r.output and "fct: transfer time" in r.output
 
 
 def test_cli_compare_errors(tmp_path):

@@ -56,20 +56,27 @@ def _experiment(tmp_path, runner="test_reproduce:fake_runner"):
     return path
 
 
-@pytest.mark.parametrize("quick,agree", [(False, 2), (True, 0)])
-def test_reproduce_writes_summary_and_page(tmp_path, quick, agree):
+@pytest.mark.parametrize("quick,counts", [(False, (2, 0, 0)), (True, (0, 0, 2))])
+def test_reproduce_writes_summary_and_page(tmp_path, quick, counts):
+    # the quick run's count test fails (4 != 8), yet a quick run decides nothing: both rows
+    # are "not compared", never "agree", and the page carries the quick-run banner
     out = tmp_path / "out"
     args = ["reproduce", str(_experiment(tmp_path)), "-o", str(out), "--workers", "2"]
     res = CliRunner().invoke(cli, args + (["--quick"] if quick else []))
     assert res.exit_code == 0, res.output
-    assert f"{agree}/2 quantities agree" in res.output
+    agree, disagree, uncompared = counts
+    assert (f"{agree} agree, {disagree} disagree, {uncompared} not compared (of 2 quantities)"
+            in res.output)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["title"] == "Squares" and summary["reproduces"] == "Nobody 2026, Fig. 1"
     assert summary["quick"] is quick and summary["figures"] == ["squares.png"]
     page = read_page(out / "index.html")
     assert page.images == ["squares.png"]
     assert (out / "squares.png").read_bytes().startswith(PNG_MAGIC)
-    assert page.disagree == 2 - agree
+    assert (page.disagree, page.uncompared, page.banner) == (disagree, uncompared, int(quick))
+    assert summary["verdicts"] == {"agree": agree, "disagree": disagree, "not_compared": uncompared}
+    if quick:
+        assert "the test fails" in summary["comparison"][1]["note"]
     # Running again replaces the earlier output.
     res = CliRunner().invoke(cli, args + ["--quick"])
     assert res.exit_code == 0, res.output
@@ -134,3 +141,20 @@ def test_installed_experiments_follow_the_contract():
         assert len(positional) >= 2, f"{name}: runner must take (spec, out_dir, ...)"
         for keyword in ("quick", "executor", "workers"):
             assert keyword in params, f"{name}: runner lacks {keyword}="
+
+
+def test_not_compared_rows_never_count_as_agreeing(tmp_path):
+    # issue 18's audit: Table III showed "38 of 39 agree" with 1 agreeing, 1 disagreeing and
+    # 37 rows without a verdict
+    from traceflow.report.html import experiment_page, verdict_counts
+
+    rows = ([{"quantity": "a", "paper": 1, "ours": 1, "agree": True, "note": ""},
+             {"quantity": "b", "paper": 1, "ours": 2, "agree": False, "note": ""}]
+            + [{"quantity": f"c{i}", "paper": 1, "ours": 3, "agree": None, "note": ""}
+               for i in range(37)])
+    assert verdict_counts(rows) == {"agree": 1, "disagree": 1, "not_compared": 37}
+    experiment_page({"title": "T", "comparison": rows}, tmp_path)
+    text = (tmp_path / "index.html").read_text()
+    assert "1 agree, 1 disagree, 37 not compared (of 39 quantities)" in text
+    page = read_page(tmp_path / "index.html")
+    assert (page.disagree, page.uncompared, page.banner) == (1, 37, 0)

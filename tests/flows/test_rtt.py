@@ -67,11 +67,12 @@ def test_values_quantiles_ccdf_and_summary():
     cc = rtt_ccdf([0.3, 0.1, 0.2, 0.2])
     assert cc["x"].to_list() == [0.1, 0.2, 0.3] and cc["ccdf"].to_list() == [1.0, 0.75, 0.25]
     x, _ = three_classes(500)
-    s = rtt_summary(pl.DataFrame({"rtt_min3": x}), bins=10)
+    s = rtt_summary(pl.DataFrame({"rtt_min3": x}), column="rtt_min3", per="connection", bins=10)
     assert s["classes"]["n_classes"] == 3 and len(s["spectrum"]) == 10
     assert json.loads(json.dumps(s, default=float))["quantiles"]["n"] == 1500
-    assert rtt_summary(f, classes=[0.015])["classes"]["counts"] == [1, 2]
-    assert rtt_summary(f, classes=None)["classes"] is None
+    one = {"column": "rtt_min3", "per": "connection"}
+    assert rtt_summary(f, classes=[0.015], **one)["classes"]["counts"] == [1, 2]
+    assert rtt_summary(f, classes=None, **one)["classes"] is None
 
 
 def test_testbed_handshake_rtt_is_bounded_by_the_bottleneck_queue():

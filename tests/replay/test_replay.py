@@ -56,7 +56,7 @@ def test_testbed_replay_matches_utilization(testbed, record_property):
     print("\n" + C.format_table(result))
     u = metrics["utilization"]
     assert abs(u["predicted"] - u["measured"]) / u["measured"] <= 0.15
-    assert u["capacity_bps"] == pytest.approx(1.5e6 * 1040 / 1054, rel=1e-6)
+    assert u["capacity_bps"] == 1.5e6     # HTB's rate, counting Ethernet frames (overhead 14)
     # the replay used what the trace revealed about the hosts
     used = run.summary["replay"]["hosts"]
     assert used["initial_window"] == 10 and used["segment_size"] == 988
@@ -157,12 +157,37 @@ def test_scenario_precedence(self_consistency):
 def test_trace_table_from_flows():
     fl = pl.DataFrame({
         "proto": [6, 6, 17, 6], "start": pl.Series([3, 1, 2, 5]).cast(pl.Datetime("ns")),
+        "client_addr": ["c1", "c1", "c1", "c2"], "server_addr": ["s", "s", "s", "s"],
         "app_bytes_c2s": [10, 0, 0, 5], "app_bytes_s2c": [2000, 300, 0, 0],
-        "rtt_handshake": [0.1, None, 0.3, 0.3]})
+        "rtt_syn": [0.03, 0.02, 0.0005, None], "rtt_ack": [0.001, 0.001, 0.0005, None],
+        "rtt_handshake": [0.031, 0.021, 0.001, None]})
     t = trace_table(fl)
     assert t["start"].to_list() == [1, 3, 5]
-    assert t["size"].to_list() == [300, 2000, 5]
-    assert t["rtt"].to_list() == [pytest.approx(0.2), 0.1, 0.3]  # missing -> median
+    assert t["size"].to_list() == [300, 2000, 0]           # the response, server -> client
+    assert t["request"].to_list() == [0, 10, 5]
+    # the UDP flow's handshake does not count; a pair without a sample gets the smallest of all
+    assert t["rtt"].to_list() == [0.021, 0.021, 0.021]
+    # each flow's own handshake (queueing included); missing -> the median
+    assert trace_table(fl, rtt="handshake")["rtt"].to_list() == pytest.approx([0.021, 0.031, 0.026])
+    with pytest.raises(ScenarioError, match="RTT mode"):
+        trace_table(fl, rtt="floor")
+
+
+def test_path_rtt_keeps_unqueued_handshakes():
+    """The queue sits on the SYN -> SYN/ACK leg here (it spreads over 10-80 ms); the other leg
+    shows the hosts' jitter (0.2 ms). Unqueued handshakes keep their own RTT, queued ones take the
+    nearest unqueued one of their pair, never their own."""
+    from traceflow.models.fit import path_rtt
+
+    ms = 1e-3
+    syn = [10 * ms, 50 * ms, 10.1 * ms, 80 * ms, 10 * ms]
+    ack = [1 * ms, 1.2 * ms, 1.1 * ms, 1 * ms, 1 * ms]
+    fl = pl.DataFrame({
+        "start": pl.Series([10, 15, 30, 45, 50]).cast(pl.Datetime("ns")),
+        "client_addr": ["c"] * 5, "server_addr": ["s"] * 5, "rtt_syn": syn, "rtt_ack": ack,
+        "rtt_handshake": [a + b for a, b in zip(syn, ack)]})
+    got = path_rtt(fl)["path_rtt"].to_list()
+    assert got == pytest.approx([11 * ms, 11 * ms, 11.2 * ms, 11 * ms, 11 * ms])
 
 
 def test_cli_replay(tmp_path, self_consistency):
@@ -171,15 +196,17 @@ def test_cli_replay(tmp_path, self_consistency):
     model_path = self_consistency[3] / "model.json"
     r = CliRunner().invoke(cli, ["replay", str(model_path), "-o", str(tmp_path / "run"),
                                  "--duration", "20", "--set", "topology.bottleneck.rate=3e6",
-                                 "--seed", "2", "--rtt", "floor"])
+                                 "--seed", "2"])
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["bottleneck_rate_bps"] == 3e6 and s["duration_s"] == 20 and s["seed"] == 2
-    assert s["replay"]["rtt"] == "floor"
+    assert s["replay"]["rtt"] == "model"
     import pyarrow.parquet as pq
 
+    # model mode: path RTTs drawn from the fitted propagation RTTs (the sample's dumbbell paths)
     rtts = pq.read_table(tmp_path / "run" / "flows.parquet")["base_rtt"].to_numpy()
-    assert np.ptp(rtts) < 1e-9  # one RTT for every flow
+    prop = self_consistency[0].rtt.propagation
+    assert rtts.min() >= prop.minimum - 1e-6 and rtts.max() <= prop.maximum + 1e-6
     assert (tmp_path / "run" / "g1-g2.pcap").stat().st_size > 1000
     assert "model mode" in r.output
 

@@ -167,3 +167,24 @@ def test_rtt_bounds_learned_from_spectrum():
                            rng.uniform(0.8, 1.0, 200)])
     lo, hi = rtt_bounds_from_spectrum(rtts, 3)
     assert 0.11 < lo < 0.27 and 0.33 < hi < 0.8
+
+
+def test_fairshare_membership_follows_the_connection():
+    # Wu & Nikolaidis, Appendix (wu-nikolaidis-2002-lifetime-rtt-classification.txt:318): "a TCP
+    # flow starting to send data through the router is initially assumed to be short lived ...
+    # After a period of time, if the flow is still active, it is upgraded to long lived". A
+    # sender's next connection is a new TCP flow: it starts short, and only its own packets
+    # past the threshold make it long again.
+    q = _sim.FairShareQueue(_sim.DropTail(1000, 0), threshold=5)
+    _attached(q, 1)
+    fs = q.fairshare
+    for k in range(6):
+        _sim.drive_enqueue(q, 0, 1040, k, conn=0)
+    assert fs.is_long(0) and fs.long_conn(0) == 0
+    _sim.drive_enqueue(q, 0, 1040, 10, conn=1)
+    assert not fs.is_long(0)
+    for k in range(4):
+        _sim.drive_enqueue(q, 0, 1040, 11 + k, conn=1)
+    assert not fs.is_long(0)              # 5 packets of the new connection: still short
+    _sim.drive_enqueue(q, 0, 1040, 20, conn=1)
+    assert fs.is_long(0) and fs.long_conn(0) == 1

@@ -142,3 +142,16 @@ def test_k_based_random_drops_match_probabilities():
     a, b = p.drop_counts()["aggregate"]
     assert a / (n / 2) == pytest.approx(0.067, abs=0.004)
     assert b / (n / 2) == pytest.approx(0.010, abs=0.0015)
+
+
+def test_perturber_counts_each_aggregates_arrivals():
+    # the matched filter of eq. (13) needs the tested aggregate's own rate: 1000 pkt/s of
+    # aggregate 0 and 250 pkt/s of aggregate 1 for 2 s, counted in 0.1 s bins
+    p = _sim.Perturber([], [], (), 2.0, None, 2, 0.1)
+    for t in range(1, 2001):
+        p.offer(0, t * MS)
+        if t % 4 == 0:
+            p.offer(1, t * MS)
+    counts = p.arrival_counts()[:, :20]
+    assert counts[0, 1:].tolist() == [100] * 19 and counts[0, 0] == 99
+    assert counts[1].tolist() == [24] + [25] * 19

@@ -15,10 +15,29 @@ direction that carried more payload. From the sender's data and the receiver's A
   cannot be separated by time: the estimate is then a lower bound and ``initial_window_observable``
   is False (fit a sender-side capture with ``traceflow fit --hosts-from``).
 - **Receiver window**: the receivers' largest advertised window, scaled by their SYN's wscale.
-- **Minimum RTO**: retransmissions not triggered by ACKs (timeouts) follow the last ACK by at least
-  the RTO; the 5th percentile of those gaps estimates the floor (Linux 200 ms, RFC 6298 1 s).
-- **Delayed ACKs**: new data segments per ACK that advances the acknowledgment (≈1: every segment
-  acknowledged; ≈2: delayed ACK).
+- **Options**: SACK-permitted and Timestamps when both SYN and SYN/ACK carry them in most
+  connections; the receivers' window-scale shift.
+- **Minimum RTO** from true timeouts only (:func:`_timeouts`): a retransmission of the first
+  unacknowledged segment (go-back), not a tail-loss probe (the last segment sent while others are
+  outstanding), after a silence of the receiver longer than the sender's smoothed RTT plus timer
+  slack — RACK marks a segment lost at most a reordering window (<= SRTT, RFC 8985 sec. 6.2) after
+  the ACK that reveals it, fast retransmit at once, so neither waits that long. The data sender's
+  SRTT is rebuilt from the capture as RFC 6298 does (gain 1/8) from its RTT samples: the handshake
+  leg that spans it, then data → ACK (Karn: segments sent once). A timeout fires RTO after the
+  timer was armed, at the latest at the segment's previous transmission, so
+  ``time since the previous transmission - SRTT >= RTO - SRTT = RTTVAR term >= rto_min``
+  (Linux: RTO = SRTT + max(RTTVAR, rto_min)); its 5th percentile over first timeouts is the
+  estimate (Linux: 200 ms plus up to a jiffy of rounding). Successive timeouts of one segment give
+  the back-off factor (RFC 6298: 2); SYN and SYN/ACK retransmissions give the initial RTO (1 s).
+  Seen from behind the bottleneck the RTT samples miss the sender's half of the path: there the
+  estimate also holds the queueing delay.
+- **Application delays** (medians, s): the client's think time from its handshake ACK to its
+  request (its own two packets: any vantage point); at a sender-side vantage point, the server's
+  time from the end of the request to its first response byte and from its last data byte to its
+  FIN (behind the bottleneck the queue spreads the server's packets, so these are not claimed).
+- **Delayed ACKs**: new data segments per ACK that advances the acknowledgment, counted after the
+  first :data:`QUICKACK_SEGMENTS` of each connection (Linux acknowledges those one by one, in
+  quick-ACK mode); ≈1: every segment acknowledged, ≈2: delayed ACKs (boundary at √2).
 
 Times are seconds (float) in the results; the packets table uses integer-ns timestamps.
 """
@@ -30,6 +49,13 @@ from traceflow.models.model import Hosts
 
 _MOD = 1 << 32
 SYN, ACK, RST = 0x02, 0x10, 0x04
+#: Linux quick-ACK mode: at most TCP_MAX_QUICKACKS = 16 segments acknowledged one by one at start
+QUICKACK_SEGMENTS = 16
+#: timer slack between RACK's reordering timer and a timeout: two jiffies at HZ = 250 (the common
+#: distribution kernel setting; Linux timers are rounded up to jiffies)
+TIMER_SLACK_S = 0.008
+#: fraction of connections whose handshake must show an option for the hosts to use it
+OPTION_SHARE = 0.5
 
 
 def _frame(packets):
@@ -38,7 +64,7 @@ def _frame(packets):
     elif isinstance(packets, (pa.Table, pa.RecordBatch)):
         packets = pl.from_arrow(packets)
     cols = ["ts", "src", "dst", "sport", "dport", "proto", "tcp_flags", "seq", "ack", "window",
-            "payload_len", "ip_len", "mss", "wscale"]
+            "payload_len", "ip_len", "mss", "wscale", "sack_ok", "tsval", "tsecr"]
     return packets.select(cols).filter(pl.col("proto") == 6).drop("proto")
 
 
@@ -125,24 +151,35 @@ def infer_hosts(packets, *, min_flows=5):
     header = _mode(full["header"].to_numpy()) if full.height else None
 
     legs = _handshake_legs(df)
-    vantage = _vantage(legs)
+    where = vantage(legs)
     iw, iw_n = _initial_window(df, legs, seg)
     rwnd = _receiver_window(df)
-    rto, rto_n = _min_rto(df)
+    timeouts = _timeouts(df, legs)
+    rto, rto_n = _min_rto(timeouts)
+    init_rto, init_rto_n = _initial_rto(df)
     spa = _segments_per_ack(df)
+    sack, stamps, wscale = _options(df)
+    delays = _app_delays(df, sender_side=where == "sender")
     return Hosts(
         mss=None if mss is None else int(mss),
         segment_size=None if seg is None else int(seg),
         initial_window=iw if iw_n >= min_flows else None,
         initial_window_flows=iw_n,
-        initial_window_observable=vantage == "sender",
+        initial_window_observable=where == "sender",
         receiver_window=rwnd,
         min_rto_s=rto,
         rto_samples=rto_n,
-        delayed_ack=None if spa is None else bool(spa >= 1.5),
+        delayed_ack=None if spa is None else bool(spa >= 2 ** 0.5),
         segments_per_ack=spa,
-        vantage=vantage,
+        vantage=where,
         header_bytes=None if header is None else int(header),
+        rto_backoff=_backoff(timeouts),
+        initial_rto_s=init_rto,
+        initial_rto_samples=init_rto_n,
+        sack=sack,
+        timestamps=stamps,
+        window_scale=wscale,
+        **delays,
     )
 
 
@@ -155,9 +192,12 @@ def _receiver_leg(legs):
     return (pl.when(pl.col("sender_is_server")).then(pl.col("leg_ack")).otherwise(pl.col("leg_syn")))
 
 
-def _vantage(legs):
+def vantage(legs):
     """'sender' when the capture sits next to the data senders (their handshake leg is the short
-    one), 'receiver' when next to the receivers, 'unknown' without handshakes."""
+    one), 'receiver' when next to the receivers, 'unknown' without handshakes (or mid-path).
+
+    ``legs``: one row per connection with ``leg_syn`` (SYN → SYN/ACK, s), ``leg_ack`` (SYN/ACK →
+    first ACK, s) and ``sender_is_server`` (the server sent more payload)."""
     v = legs.select(s=_sender_leg(legs), r=_receiver_leg(legs)).drop_nulls()
     if v.height == 0:
         return "unknown"
@@ -213,52 +253,152 @@ def _receiver_window(df):
     return int(per["win"].median())
 
 
-def _min_rto(df):
-    """5th percentile of the ACK→retransmission gaps of timeout retransmissions (s), sample count."""
-    d = df.filter(pl.col("sender") & (pl.col("payload_len") > 0) | ~pl.col("sender")).sort("conn", "ts")
+def _options(df):
+    """``(sack, timestamps, window_scale)``: SACK-permitted and Timestamps when both SYN and
+    SYN/ACK carry them in at least :data:`OPTION_SHARE` of the connections with a handshake
+    (None without one); the data receivers' most common window-scale shift."""
+    flags = pl.col("tcp_flags")
+    hs = df.filter((flags & SYN) != 0).group_by("conn").agg(
+        both=pl.col("fwd").n_unique() == 2,
+        sack=pl.col("sack_ok").fill_null(False).all(),
+        ts=pl.col("tsval").is_not_null().all(),
+        wscale=pl.col("wscale").filter(~pl.col("sender")).first()).filter(pl.col("both"))
+    if hs.height == 0:
+        return None, None, None
+    wscale = _mode(hs["wscale"].drop_nulls().to_numpy())
+    return (bool(hs["sack"].mean() >= OPTION_SHARE), bool(hs["ts"].mean() >= OPTION_SHARE),
+            None if wscale is None else int(wscale))
+
+
+def _app_delays(df, *, sender_side):
+    """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
+    server's response and close delays (see the module docstring); None where unmeasured."""
+    flags = pl.col("tcp_flags")
+    client, server = pl.col("fwd"), ~pl.col("fwd")
+    data = pl.col("payload_len") > 0
+    per = df.group_by("conn").agg(
+        ack=pl.col("ts_s").filter(client & ((flags & (SYN | ACK)) == ACK) & ~data).first(),
+        request=pl.col("ts_s").filter(client & data).first(),
+        request_end=pl.col("ts_s").filter(client & data).last(),
+        response=pl.col("ts_s").filter(server & data).first(),
+        last=pl.col("ts_s").filter(server & data).max(),
+        fin=pl.col("ts_s").filter(server & ((flags & 0x01) != 0)).first())
+
+    def median(expr):
+        x = per.select(x=expr)["x"].drop_nulls()
+        x = x.filter(x >= 0)
+        return float(x.median()) if x.len() else None
+
+    # a request that follows the handshake ACK (not one piggy-backed on it)
+    out = {"request_delay_s": median(pl.when(pl.col("request") > pl.col("ack"))
+                                     .then(pl.col("request") - pl.col("ack"))),
+           "response_delay_s": None, "close_delay_s": None}
+    if sender_side:
+        out["response_delay_s"] = median(pl.when(pl.col("response") > pl.col("request_end"))
+                                         .then(pl.col("response") - pl.col("request_end")))
+        out["close_delay_s"] = median(pl.col("fin") - pl.col("last"))
+    return out
+
+
+def _srtt(d, legs):
+    """The data sender's smoothed RTT after each of its RTT samples (``conn``, ``ts_s``,
+    ``srtt``, s): RFC 6298's estimator (gain 1/8) over the handshake round trip SYN → SYN/ACK →
+    ACK (the sender's first sample: its SYN/ACK or SYN answered) and then the data → ACK samples
+    of segments sent once (Karn), ACK by ACK."""
+    hand = legs.select("conn", ts_s=pl.when(pl.col("sender_is_server")).then(pl.col("t_ack"))
+                       .otherwise(pl.col("t_synack")), m=pl.col("leg_syn") + pl.col("leg_ack"))
+    sent_once = (d.filter(pl.col("sender") & (pl.col("copies") == 1))
+                 .select("conn", una_prev=pl.col("rel_seq"), t_tx=pl.col("ts_s")))
+    data = (d.filter(pl.col("adv")).select("conn", "ts_s", "una_prev")
+            .join(sent_once, on=["conn", "una_prev"])
+            .select("conn", "ts_s", m=pl.col("ts_s") - pl.col("t_tx")))
+    samples = pl.concat([hand.drop_nulls(), data]).sort("conn", "ts_s")
+    return samples.select("conn", "ts_s", srtt=pl.col("m").ewm_mean(alpha=1 / 8, adjust=False)
+                          .over("conn"))
+
+
+def _timeouts(df, legs):
+    """The timeout retransmissions of the data senders (see the module docstring): ``conn``,
+    ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's previous transmission), ``srtt``
+    (s), ``nth`` (1 for a segment's first timeout, 2 for the next, ...)."""
+    flags = pl.col("tcp_flags")
+    d = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0) | ~pl.col("sender"))
+         .sort("conn", "ts")
+         .with_columns(end=pl.when(pl.col("sender")).then(pl.col("rel_seq") + pl.col("payload_len")),
+                       ack=pl.when(~pl.col("sender") & ((flags & ACK) != 0)
+                                   & (pl.col("rel_ack") < _MOD // 2)).then(pl.col("rel_ack"))))
     d = d.with_columns(
-        end=pl.when(pl.col("sender")).then(pl.col("rel_seq") + pl.col("payload_len")),
-        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().over("conn"))
-    d = d.with_columns(prev_max=pl.col("end").forward_fill().cum_max().shift(1).over("conn"))
-    retx = d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
-                    & (pl.col("end") <= pl.col("prev_max")) & pl.col("last_rx").is_not_null())
-    if retx.height == 0:
+        una=pl.col("ack").forward_fill().cum_max().over("conn").fill_null(0),
+        prev_max=pl.col("end").forward_fill().cum_max().shift(1).over("conn"),
+        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().shift(1).over("conn"),
+        copies=pl.when(pl.col("sender")).then(pl.len().over("conn", "rel_seq", "sender")),
+        prev_tx=pl.when(pl.col("sender")).then(pl.col("ts_s").shift(1).over("conn", "rel_seq", "sender")))
+    d = d.with_columns(una_prev=pl.col("una").shift(1).over("conn").fill_null(0))
+    d = d.with_columns(adv=pl.col("ack").is_not_null() & (pl.col("una") > pl.col("una_prev")))
+    retx = (d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
+                     & (pl.col("end") <= pl.col("prev_max")))
+            .join_asof(_srtt(d, legs), on="ts_s", by="conn", strategy="backward",
+                       check_sortedness=False)
+            .filter(pl.col("srtt").is_not_null()))
+    go_back = pl.col("rel_seq") == pl.col("una")
+    probe = ((pl.col("end") == pl.col("prev_max"))
+             & (pl.col("prev_max") - pl.col("una") > pl.col("payload_len")))
+    silent = pl.col("ts_s") - pl.col("last_rx") > pl.col("srtt") + TIMER_SLACK_S
+    return (retx.filter(go_back & ~probe & silent)
+            .with_columns(since_tx=pl.col("ts_s") - pl.col("prev_tx"),
+                          # a repeat timeout of the same segment, no ACK since its previous copy
+                          nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
+            .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
+
+
+def _min_rto(timeouts):
+    """The RTO floor (s): 5th percentile of ``since_tx - srtt`` over first timeouts; sample count."""
+    first = timeouts.filter((pl.col("nth") == 1) & pl.col("since_tx").is_not_null())
+    if first.height == 0:
         return None, 0
-    gaps = np.sort((retx["ts_s"] - retx["last_rx"]).to_numpy())
-    timeouts = _upper_cluster(gaps)
-    if timeouts.size == 0:
+    x = (first["since_tx"] - first["srtt"]).to_numpy()
+    return float(np.quantile(x, 0.05)), int(first.height)
+
+
+def _backoff(timeouts):
+    """Median ratio of successive timeout intervals of one segment (no ACK in between)."""
+    t = (timeouts.sort("conn", "rel_seq", "ts")
+         .with_columns(prev=pl.col("since_tx").shift(1).over("conn", "rel_seq"))
+         .filter((pl.col("nth") > 1) & (pl.col("last_rx") < pl.col("prev_tx"))))
+    if t.height == 0:
+        return None
+    return float((t["since_tx"] / t["prev"]).median())
+
+
+def _initial_rto(df):
+    """Median interval (s) between the first two copies of a SYN or SYN/ACK (same ISN), and the
+    number of handshakes with a retransmission: the RTO before any RTT sample."""
+    flags = pl.col("tcp_flags")
+    syn = (df.filter((flags & SYN) != 0).sort("conn", "ts")
+           .group_by("conn", "fwd", "seq").agg(gap=pl.col("ts_s").sort().slice(0, 2).diff().last()))
+    gaps = syn["gap"].drop_nulls()
+    if gaps.len() == 0:
         return None, 0
-    return float(np.quantile(timeouts, 0.05)), int(timeouts.size)
-
-
-def _upper_cluster(gaps):
-    """The timeout retransmissions among ACK→retransmission gaps (sorted, seconds).
-
-    Fast retransmissions answer an ACK within about a round trip, tail-loss probes within a few
-    round trips, timeouts only after RTO >= srtt + 4 rttvar: on a log scale the timeouts form the
-    upper cluster: it starts after the last empty stretch (a factor of 2 or more between
-    consecutive gaps) between the median and the 98th percentile; the top 2 % are back-offs."""
-    if gaps.size < 10:
-        return gaps[:0]
-    logs = np.log10(np.maximum(gaps, 1e-7))
-    lo, hi = gaps.size // 2, int(np.ceil(0.98 * gaps.size))
-    if hi - lo < 2:
-        return gaps[:0]
-    splits = np.flatnonzero(np.diff(logs[lo:hi]) >= np.log10(2.0))
-    if splits.size == 0:
-        return gaps[:0]
-    return gaps[lo + splits[-1] + 1:]
+    return float(gaps.median()), int(gaps.len())
 
 
 def _segments_per_ack(df):
-    """New data segments per acknowledgment advance, pooled over connections."""
+    """New data segments per acknowledgment advance, pooled over connections, beyond the first
+    :data:`QUICKACK_SEGMENTS` segments of each (all of them when no connection is that long)."""
     new_data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
                 .with_columns(end=pl.col("rel_seq") + pl.col("payload_len"))
                 .with_columns(prev=pl.col("end").cum_max().shift(1).over("conn").fill_null(0))
-                .filter(pl.col("end") > pl.col("prev")))
+                .filter(pl.col("end") > pl.col("prev"))
+                .with_columns(k=pl.int_range(pl.len()).over("conn")))
     acks = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0)).sort("conn", "ts")
             .with_columns(prev=pl.col("rel_ack").shift(1).over("conn").fill_null(0))
             .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
+    # the ACKs of the later segments: those above the end of the quick-ACK segments
+    late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
+    late_data = new_data.filter(pl.col("k") >= QUICKACK_SEGMENTS)
+    late_acks = acks.join(late, on="conn").filter(pl.col("rel_ack") > pl.col("quick"))
+    if late_acks.height and late_data.height:
+        return float(late_data.height / late_acks.height)
     if acks.height == 0 or new_data.height == 0:
         return None
     return float(new_data.height / acks.height)

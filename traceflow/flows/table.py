@@ -33,6 +33,10 @@ if the server sent more than one SYN/ACK, ``rtt_syn``, ``rtt_ack``, ``rtt_handsh
 ``rtt_data1`` are null. Negative intervals (clock steps) and intervals longer than the idle
 timeout (timestamp glitches) are null.
 
+Path RTT over the whole connection (:mod:`traceflow.flows.pathrtt`; seconds): ``rtt_samples``,
+``rtt_min`` (minimum of each half of the path around the capture point, summed), ``rtt_median``,
+``rtt_p90``; TCP timestamps time the halves where present, sequence numbers (Karn's rule) else.
+
 Sequence space (TCP, per direction): sequence numbers are unwrapped relative to the first packet
 of the direction (signed 32-bit differences, so 2^32 wraparound is harmless). ``app_bytes_*`` is
 the length of the union of the payload ranges (each byte once: the transfer size, retransmissions
@@ -46,7 +50,7 @@ sequence-space state) run in one O(n) pass of the Cython kernel :mod:`traceflow.
 which also numbers endpoint pairs with a hash table so no sort of the packets is needed.
 
 Extra columns beyond the contract: ``ip_version``, ``frame_bytes`` (captured frames' wire lengths,
-link header included, as Wireshark's ``frame.len``), ``synack_count``.
+link header included, as Wireshark's ``frame.len``), ``synack_count``, the path RTT columns.
 """
 import ipaddress
 from pathlib import Path
@@ -55,13 +59,14 @@ import polars as pl
 import pyarrow as pa
 
 from traceflow.errors import InputFormatError
+from traceflow.flows.pathrtt import RTT_COLUMNS
 from traceflow.pcap.schema import ACK, FIN, RST, SYN, TCP
 
 CLOSE_REASONS = ("FIN", "RST", "IDLE", "EOF")
 HANDSHAKE_STATES = ("complete", "partial", "none")
 
 _PACKET_COLUMNS = ["ts", "wirelen", "ip_version", "src", "dst", "ip_len", "proto", "sport",
-                   "dport", "tcp_flags", "seq", "payload_len"]
+                   "dport", "tcp_flags", "seq", "ack", "payload_len", "tsval", "tsecr"]
 _ADDR = ["src_hi", "src_lo", "dst_hi", "dst_lo"]
 
 FLOW_SCHEMA = {
@@ -77,44 +82,67 @@ FLOW_SCHEMA = {
     "handshake": pl.String, "close": pl.String,
     "rtt_syn": pl.Float64, "rtt_ack": pl.Float64, "rtt_data1": pl.Float64,
     "rtt_data2": pl.Float64, "rtt_min3": pl.Float64, "rtt_handshake": pl.Float64,
+    **RTT_COLUMNS,
 }
 
 
-def flows(packets, *, idle_timeout=300.0, partitions=1):
+def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True):
     """Build the flow table of a packets table (see the module docstring for the rules).
 
     ``packets``: a pyarrow Table, Polars DataFrame or LazyFrame with the packets schema
     (:mod:`traceflow.pcap.schema`; only ts, wirelen, ip_version, src, dst, ip_len, proto, sport,
-    dport, tcp_flags, seq, payload_len are read). ``idle_timeout``: seconds. ``partitions``: split
-    the work into that many disjoint sets of endpoint pairs (hash of the pair), each collected
-    separately from the lazy input, so memory is bounded by about 1/partitions of the packets
-    (useful for Parquet inputs larger than memory; each partition rescans the input).
+    dport, tcp_flags, seq, ack, payload_len, tsval, tsecr are read). ``idle_timeout``: seconds.
+    ``partitions``: split the work into that many disjoint sets of endpoint pairs (hash of the
+    pair), each collected separately from the lazy input, so memory is bounded by about
+    1/partitions of the packets (useful for Parquet inputs larger than memory; each partition
+    rescans the input). ``timestamps``: False samples the path RTT columns from sequence numbers
+    only, ignoring the TCP timestamp option (:mod:`traceflow.flows.pathrtt`).
 
     Returns a Polars DataFrame, one row per flow, ordered by start, ``flow_id`` = 0, 1, ...
     """
+    return _flow_tables(packets, idle_timeout, partitions, timestamps, False)[0]
+
+
+def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True):
+    """:func:`flows` and, from the same pass, every passive RTT sample: a DataFrame with
+    :data:`traceflow.flows.pathrtt.SAMPLE_SCHEMA` (``connection`` is the ``flow_id``), by time."""
+    return _flow_tables(packets, idle_timeout, partitions, timestamps, True)
+
+
+def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples):
     if idle_timeout is None or not idle_timeout > 0:
         raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
     lf = _as_lazy(packets)
     missing = [c for c in _PACKET_COLUMNS if c not in lf.collect_schema().names()]
     if missing:
         raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
-    lf = _endpoints(lf.select(_PACKET_COLUMNS).filter(pl.col("ip_version").is_not_null()))
+    lf = _endpoints(lf.select(_PACKET_COLUMNS).with_row_index("frame", offset=1)
+                    .filter(pl.col("ip_version").is_not_null()))
     trace_end = lf.select(pl.col("ts").last()).collect().item()
     idle_ns = int(round(idle_timeout * 1e9))
     if partitions <= 1:
-        parts = [_flows_of(lf.collect(), idle_ns, trace_end)]
+        parts = [_flows_of(lf.collect(), idle_ns, trace_end, timestamps)]
     else:
         # symmetric in the two endpoints, so both directions land in the same partition
         ends = [pl.struct(f"{side}_hi", f"{side}_lo", pl.col(port).fill_null(0)).hash(7)
                 for side, port in (("src", "sport"), ("dst", "dport"))]
         part = (ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % partitions
-        parts = [_flows_of(lf.filter(part == k).collect(), idle_ns, trace_end)
+        parts = [_flows_of(lf.filter(part == k).collect(), idle_ns, trace_end, timestamps)
                  for k in range(partitions)]
-    out = pl.concat(parts, how="vertical")
+    out = pl.concat([table.with_columns(part=pl.lit(k)) for k, (table, _) in enumerate(parts)],
+                    how="vertical")
     out = out.sort(["start", "proto", "client_addr", "client_port", "server_addr", "server_port"],
                    nulls_last=True, maintain_order=True)
-    return out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64)).select(
-        [pl.col(c).cast(t) for c, t in FLOW_SCHEMA.items()])
+    out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    table = out.select([pl.col(c).cast(t) for c, t in FLOW_SCHEMA.items()])
+    if not want_samples:
+        return table, None
+    from traceflow.flows.pathrtt import labelled_samples
+
+    keys = out.select("part", "conn", "flow_id", "client_is_a")
+    samples = pl.concat([labelled_samples(path, keys.filter(pl.col("part") == k).drop("part"))
+                         for k, (_, path) in enumerate(parts)])
+    return table, samples.sort("ts", "connection", maintain_order=True)
 
 
 def _as_lazy(packets):
@@ -138,12 +166,16 @@ def _endpoints(lf):
     return lf.with_columns(halves).drop("src", "dst")
 
 
-def _flows_of(df, idle_ns, trace_end):
-    """Flows of the packets ``df`` (with endpoint columns, capture order), eagerly."""
+def _flows_of(df, idle_ns, trace_end, timestamps):
+    """Flows of the packets ``df`` (with endpoint columns, capture order), eagerly, with the
+    kernel's connection index ``conn`` and ``client_is_a``; and the path RTT samples
+    (:func:`traceflow.flows.pathrtt.path_samples`)."""
     from traceflow.flows.flowsplit import pair_ids, split_connections
+    from traceflow.flows.pathrtt import connection_rtts, path_samples, sample_packets
 
     if df.height == 0:
-        return pl.DataFrame(schema={c: t for c, t in FLOW_SCHEMA.items() if c != "flow_id"})
+        empty = {c: t for c, t in FLOW_SCHEMA.items() if c != "flow_id"}
+        return pl.DataFrame(schema={**empty, "conn": pl.Int64, "client_is_a": pl.Boolean}), None
     df = df.with_columns(
         is_tcp=(pl.col("proto") == TCP) & pl.col("tcp_flags").is_not_null(),
         flags=pl.col("tcp_flags").fill_null(0).cast(pl.UInt16),
@@ -160,9 +192,12 @@ def _flows_of(df, idle_ns, trace_end):
     df = df.with_columns(pl.Series(name, values) for name, values in packets.items())
     events = pl.concat([_ends(df, conns), pl.DataFrame(conns)], how="horizontal")
     events = events.with_row_index("conn").with_columns(pl.col("conn").cast(pl.Int64))
-    conns = _aggregate(df).join(events, on="conn", how="left")
+    samples, summary = sample_packets(df, max_ns=idle_ns, timestamps=timestamps)
+    path = path_samples(samples)
+    conns = (_aggregate(df).join(events, on="conn", how="left")
+             .join(connection_rtts(path, summary, events.height), on="conn", how="left"))
     conns = _close(_rtts(conns, idle_ns), idle_ns, trace_end)
-    return _finish(_coverage(df, conns))
+    return _finish(_coverage(df, conns)), path
 
 
 def _aggregate(df):
@@ -320,7 +355,7 @@ def _finish(conns):
     for side in ("client", "server"):
         rename = {"hi": f"{side}_hi", "lo": f"{side}_lo", "str": f"{side}_addr"}
         out = out.join(names.rename(rename), on=[f"{side}_hi", f"{side}_lo"], how="left")
-    return out.select([c for c in FLOW_SCHEMA if c != "flow_id"])
+    return out.select(*[c for c in FLOW_SCHEMA if c != "flow_id"], "conn", "client_is_a")
 
 
 def _address_strings(halves):
@@ -367,11 +402,12 @@ def scan_packets(path):
     return pl.from_arrow(read_packets(path)).lazy()
 
 
-def load_flows(inputs, *, idle_timeout=300.0, partitions=1):
+def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True):
     """Flows of one or more inputs (captures, packets Parquet or flows Parquet), concatenated.
 
     Each input gets its own flows (two captures of the same traffic are never merged) and a
     ``source`` column with its file name; ``flow_id`` is renumbered 0, 1, ... over the result.
+    ``idle_timeout``, ``partitions``, ``timestamps``: as :func:`flows`.
     """
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
@@ -382,7 +418,8 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1):
         if input_kind(path) == "flows":
             table = pl.read_parquet(path)
         else:
-            table = flows(scan_packets(path), idle_timeout=idle_timeout, partitions=partitions)
+            table = flows(scan_packets(path), idle_timeout=idle_timeout, partitions=partitions,
+                          timestamps=timestamps)
         tables.append(table.with_columns(source=pl.lit(Path(path).name)))
     if not tables:
         raise InputFormatError("no input files")

@@ -13,7 +13,9 @@ inputs are never merged), and fits:
 - short/long shares of flows and bytes, long-lived = at least 50 packets (the lifetime paper's
   threshold, Wu & Nikolaidis sec. 3);
 - handshake RTT (SYN → final ACK) distribution and classes (:mod:`traceflow.flows.rtt`: Gaussian mixture
-  on log RTT, number of classes by BIC);
+  on log RTT, number of classes by BIC), and the distribution of the transfers' path propagation
+  RTTs (:func:`path_rtt`: the minimum RTT of each host pair) that model-mode replays use;
+- request sizes (client → server bytes of each download, when most transfers are downloads);
 - end-host parameters (:mod:`traceflow.flows.hosts`), optionally from another capture of the same traffic
   taken nearer the senders (``hosts_from``);
 - Hurst estimates (:mod:`traceflow.stats.hurst`), dispersion curve (:mod:`traceflow.stats.dispersion`) and the
@@ -168,6 +170,49 @@ def rtt_classes(rtt_s, *, max_classes=4, seed=0):
     return out
 
 
+def _valid(col):
+    x = pl.col(col).cast(pl.Float64)
+    return pl.when(x.is_finite() & (x > 0)).then(x)
+
+
+def path_rtt(flows):
+    """Per flow: the RTT of its path without queueing (s), from the handshakes of its host pair
+    (client, server addresses) over the whole trace. Returns the flows with ``path_rtt``.
+
+    A handshake's two legs (``rtt_syn``: capture → server → capture, ``rtt_ack``: capture → client
+    → capture) differ: the leg that crosses the bottleneck queue spreads over the queueing delays,
+    the other only over the hosts' processing jitter. Per pair, the *loaded* leg is the one whose
+    90th percentile lies further above its minimum, and a handshake met no queue when its loaded
+    leg is within the clean leg's jitter (95th percentile minus minimum) of its minimum. Such a
+    handshake *is* the path's RTT at that moment and is kept as the flow's path RTT (with its
+    processing jitter); a loaded flow gets the unqueued handshake of its pair nearest in time,
+    never its own (whose queueing the simulated bottleneck creates again). Without any unqueued
+    handshake: the pair's minimum, else the minimum over all pairs (null when none)."""
+    pair = ["client_addr", "server_addr"]
+    syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
+
+    def spread(leg, q):
+        return leg.quantile(q).over(pair) - leg.min().over(pair)
+
+    syn_loaded = spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0)
+    loaded = pl.when(syn_loaded).then(syn).otherwise(ack)
+    jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
+    fl = flows.with_row_index("_row").with_columns(
+        _t=pl.col("start").cast(pl.Int64), _hs=hs,
+        _free=(loaded - loaded.min().over(pair) <= jitter.fill_null(0)) & hs.is_not_null())
+    # stable sorts: equally near unqueued handshakes resolve the same way on every run
+    free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
+            .sort("_t", maintain_order=True))
+    near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t", maintain_order=True)
+            .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
+            .select("_row", "_near"))
+    return (fl.join(near, on="_row", how="left")
+            .with_columns(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs"))
+                          .otherwise(pl.col("_near"))
+                          .fill_null(hs.min().over(pair)).fill_null(hs.min()))
+            .sort("_row").drop("_row", "_t", "_hs", "_free", "_near"))
+
+
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     """Fit a :class:`~traceflow.models.model.Model` to ``inputs`` (paths of captures / packets tables,
     or packets frames).
@@ -211,7 +256,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
 
-    tr = cmp.transfers(fl)
+    tr = cmp.transfers(path_rtt(fl))
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
     size_tail = tail_of(sizes)
@@ -227,7 +272,14 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         long_bytes=float(sizes[long].sum() / sizes.sum()))
     rtt = tr["rtt"].drop_nulls().to_numpy()
     rtt_model = RTTModel(column="rtt_handshake", distribution=distribution_from_sample(rtt, "s"),
-                         classes=rtt_classes(rtt, seed=seed))
+                         classes=rtt_classes(rtt, seed=seed),
+                         propagation=distribution_from_sample(
+                             tr["path_rtt"].drop_nulls().to_numpy(), "s"))
+    # requests of downloads (the transfer flows server -> client); a trace of mostly uploads has
+    # none, and its model replays one-way transfers
+    down = tr.filter(pl.col("request") < pl.col("size"))
+    requests = (distribution_from_sample(down["request"].to_numpy(), "bytes")
+                if 2 * down.height > tr.height else None)
 
     host_packets = packets
     if hosts_from is not None:
@@ -247,6 +299,6 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         condprob=table.tolist(),
                         expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
     return Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
-                 shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst,
+                 shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
                  dispersion=Dispersion(scales_s=scales, idc=idc), levels=levels,
                  series_bin_s=cmp.BIN_NS / 1e9)

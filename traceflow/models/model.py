@@ -141,10 +141,12 @@ class RTTClass:
 
 @dataclass
 class RTTModel:
-    """Handshake RTT distribution (seconds) and its classes (clusters of log-RTT)."""
+    """Handshake RTT distribution (seconds) and its classes (clusters of log-RTT); the
+    distribution over transfers of their path's propagation RTT (host pair minimum, s)."""
     column: str
     distribution: Distribution | None
     classes: list[RTTClass] = field(default_factory=list)
+    propagation: Distribution | None = None
 
 
 @dataclass
@@ -156,12 +158,21 @@ class Hosts:
     initial_window_flows: int
     initial_window_observable: bool       # False when the vantage point hides the first flight
     receiver_window: int | None           # bytes, median of the receivers' largest scaled windows
-    min_rto_s: float | None
-    rto_samples: int
+    min_rto_s: float | None               # RTO floor from true timeouts (Linux: rto_min)
+    rto_samples: int                      # first timeouts it was estimated from
     delayed_ack: bool | None
-    segments_per_ack: float | None
+    segments_per_ack: float | None        # after the quick-ACK segments at connection start
     vantage: str                          # "sender", "receiver" or "unknown" (for the data direction)
     header_bytes: int | None = None       # IP + TCP header bytes of a full data segment
+    rto_backoff: float | None = None      # ratio of successive timeouts of one segment (RFC 6298: 2)
+    initial_rto_s: float | None = None    # RTO before any RTT sample (SYN, SYN/ACK retransmission)
+    initial_rto_samples: int = 0
+    sack: bool | None = None              # SACK-permitted on both SYNs (most connections)
+    timestamps: bool | None = None        # Timestamps option on both SYNs (most connections)
+    window_scale: int | None = None       # the data receivers' window-scale shift
+    request_delay_s: float | None = None  # client: handshake ACK -> request (median)
+    response_delay_s: float | None = None  # server: end of request -> first response byte
+    close_delay_s: float | None = None    # server: last data byte -> FIN
 
 
 @dataclass
@@ -196,6 +207,7 @@ class Model:
     dispersion: Dispersion | None = None
     levels: Levels | None = None
     series_bin_s: float = 0.01
+    requests: Distribution | None = None      # request bytes (client -> server) per transfer
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self):

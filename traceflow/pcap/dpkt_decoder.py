@@ -17,7 +17,7 @@ from dpkt import ethernet, ip6, pcap, pcapng, sll, sll2, tcp, udp
 
 from traceflow.errors import InputFormatError
 from traceflow.pcap.containers import (
-    MAX_RECORD, PCAPNG_MAGIC, CaptureStream, ReadStats, section_byte_order, sniff,
+    MAX_RECORD, PCAPNG_MAGIC, CaptureStream, ReadStats, parse_options, section_byte_order, sniff,
 )
 from traceflow.pcap.schema import PACKET_SCHEMA
 
@@ -176,20 +176,21 @@ def _pcapng_records(src, head, path, stats):
         at = offset
         offset += blen
         if btype == pcapng.PCAPNG_BT_SHB:
-            shb = pcapng.SectionHeaderBlock(block) if big else pcapng.SectionHeaderBlockLE(block)
+            shb = _fixed_fields(pcapng.SectionHeaderBlock if big else pcapng.SectionHeaderBlockLE,
+                                block)
             if shb.v_major != 1:
                 raise InputFormatError(f"unsupported pcapng version {shb.v_major}", path=path, offset=at)
             stats.interfaces += len(interfaces)
             interfaces = []
         elif btype == pcapng.PCAPNG_BT_IDB:
-            idb = pcapng.InterfaceDescriptionBlock(block) if big else pcapng.InterfaceDescriptionBlockLE(block)
+            cls = pcapng.InterfaceDescriptionBlock if big else pcapng.InterfaceDescriptionBlockLE
             tsresol, tsoffset = 6, 0
-            for opt in idb.opts:
-                if opt.code == pcapng.PCAPNG_OPT_IF_TSRESOL and len(opt.data) >= 1:
-                    tsresol = opt.data[0]
-                elif opt.code == pcapng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
-                    tsoffset = struct.unpack(e + "q", opt.data[:8])[0]
-            interfaces.append((idb.linktype, tsresol, tsoffset))
+            for code, data in _options(cls, block, big):
+                if code == pcapng.PCAPNG_OPT_IF_TSRESOL and len(data) >= 1:
+                    tsresol = data[0]
+                elif code == pcapng.PCAPNG_OPT_IF_TSOFFSET and len(data) >= 8:
+                    tsoffset = struct.unpack(e + "q", data[:8])[0]
+            interfaces.append((_fixed_fields(cls, block).linktype, tsresol, tsoffset))
         elif btype in (pcapng.PCAPNG_BT_EPB, pcapng.PCAPNG_BT_PB, pcapng.PCAPNG_BT_SPB):
             if btype == pcapng.PCAPNG_BT_SPB:
                 wirelen = struct.unpack(e + "I", block[8:12])[0]
@@ -221,6 +222,23 @@ def _pcapng_records(src, head, path, stats):
     stats.interfaces += len(interfaces)
 
 
+def _fixed_fields(cls, block):
+    """A dpkt pcapng block's fixed header fields, without dpkt's option parsing."""
+    obj = cls.__new__(cls)
+    dpkt.Packet.unpack(obj, block)
+    return obj
+
+
+def _options(cls, block, big):
+    """(code, data) of a block's options as dpkt parses them. dpkt decodes text options (comments,
+    names) as UTF-8 and raises on anything else, or on an option running past the block: those
+    blocks' options are read as the fast reader reads them (up to the first malformed one)."""
+    try:
+        return [(opt.code, opt.data) for opt in cls(block).opts]
+    except (UnicodeDecodeError, struct.error, dpkt.UnpackError):
+        return parse_options(block[16:len(block) - 4], big)
+
+
 # --- packets --------------------------------------------------------------------------------------
 
 def _family(fam):
@@ -248,8 +266,8 @@ def _link(buf, linktype, depth=0):
             hdr = sll2.SLL2.__new__(sll2.SLL2)
             dpkt.Packet.unpack(hdr, buf[:20])
             return _ethertypes(buf, 20, hdr.ethtype, vlan) + (vlan[0],)
-    except dpkt.NeedData:
-        return None, 0, None
+    except (dpkt.NeedData, struct.error):  # a frame shorter than its link header (dpkt 1.9.8
+        return None, 0, None                # raises struct.error, not NeedData, for these)
     if linktype in (12, 14, 101):
         if n >= 1 and buf[0] >> 4 in (4, 6):
             return 0, buf[0] >> 4, None
@@ -355,10 +373,21 @@ def _transport(row, data, proto, room):
         if doff >= 20 and room >= doff:
             row["payload_len"] = room - doff
         if doff > 20:
-            for opt in tcp.parse_opts(data[20:doff]):
+            options = data[20:doff]
+            at = 0  # where the option dpkt split off starts in ``options``
+            for opt in tcp.parse_opts(options):
                 if opt is None or opt[0] == tcp.TCP_OPT_EOL:
                     break
                 kind, value = opt
+                if kind > tcp.TCP_OPT_NOP:
+                    # dpkt reads a length below 2 as 2 and cuts an option that runs past the
+                    # header short; both are malformed (RFC 9293 §3.1): stop, as the decoder does
+                    declared = options[at + 1]
+                    if declared < 2 or at + declared > len(options):
+                        break
+                    at += declared
+                else:
+                    at += 1
                 if kind == tcp.TCP_OPT_MSS and len(value) == 2:
                     row["mss"] = struct.unpack(">H", value)[0]
                 elif kind == tcp.TCP_OPT_WSCALE and len(value) == 1:

@@ -134,6 +134,24 @@ def rtt_spectrum_figure(spectrum, path, *, boundaries=(), medians=(), title=None
     return save(fig, path)
 
 
+def rtt_time_figure(t_s, rtt_s, path, *, classes=(), title=None):
+    """Path RTT over time: every passive sample (``t_s`` seconds since the start, ``rtt_s``
+    seconds, drawn in ms on a log axis), with RTT class boundaries (seconds) as dashed lines."""
+    fig, (ax,) = _figure(width=7.5, height=3.6)
+    ax.scatter(t_s, np.asarray(rtt_s) * 1e3, s=1.5, color=COLORS[0], alpha=0.35, lw=0,
+               rasterized=True, label="path RTT samples")
+    for i, b in enumerate(classes):
+        ax.axhline(b * 1e3, color=COLORS[1], ls="--", lw=1,
+                   label="class boundary" if i == 0 else None)
+    ax.set_yscale("log")
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel("path RTT (ms)")
+    ax.set_title(title or "Path RTT over time")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small", markerscale=4)
+    return save(fig, path)
+
+
 def dispersion_figure(curve, path, *, title=None):
     """Log-log index of dispersion against time scale from a
     :class:`traceflow.stats.dispersion.DispersionCurve`, with the Poisson reference (ratio 1)."""

@@ -2,7 +2,8 @@
 
 A page is plain HTML with inline CSS and relative ``<img src="NAME.png">`` links, so a report
 directory can be copied, zipped or served as is. Comparison tables (predicted vs measured, paper
-vs ours) mark disagreeing rows with the class ``disagree`` (highlighted in red).
+vs ours) mark disagreeing rows with the class ``disagree`` (highlighted in red) and rows without a
+verdict with ``uncompared``; "not compared" is never counted as agreeing (:func:`verdict_counts`).
 """
 import datetime
 import html
@@ -27,6 +28,8 @@ tr.disagree td { background: #fde2e1; } tr.agree td.verdict { color: #176a21; }
 tr.disagree td.verdict { color: #a4161a; font-weight: bold; }
 p.meta { color: #777; font-size: 0.85em; } pre { background: #f6f6f6; padding: 0.6em; }
 p.warning { color: #a4161a; }
+p.banner { background: #fff3cd; border: 1px solid #e0c36c; padding: 0.6em; font-weight: bold; }
+tr.uncompared td.verdict { color: #777; }
 """
 
 
@@ -84,11 +87,14 @@ def table_html(table):
     out.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr>")
     for row in rows:
         cls = ""
-        if table.verdict is not None and row.get(table.verdict) is not None:
-            cls = ' class="agree"' if row[table.verdict] else ' class="disagree"'
+        if table.verdict is not None:
+            cls = {True: ' class="agree"', False: ' class="disagree"'}.get(
+                row.get(table.verdict), ' class="uncompared"')
         cells = []
         for c in columns:
             value = row.get(c)
+            if c == table.verdict and value is None:
+                value = "not compared"
             klass = "verdict" if c == table.verdict else ("num" if _is_number(value) else "")
             attr = f' class="{klass}"' if klass else ""
             cells.append(f"<td{attr}>{html.escape(fmt(value))}</td>")
@@ -120,11 +126,15 @@ def section_html(section):
     return "\n".join(out)
 
 
-def render_page(title, sections, path, *, intro=""):
-    """Write the HTML page ``path`` (atomically) from :class:`Section` objects; returns the path."""
+def render_page(title, sections, path, *, intro="", banner=""):
+    """Write the HTML page ``path`` (atomically) from :class:`Section` objects; returns the path.
+
+    ``banner``: a highlighted line under the title (e.g. that the run was a quick smoke run)."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{html.escape(title)}</h1>",
             f'<p class="meta">traceflow {__version__} · {stamp}</p>']
+    if banner:
+        body.append(f'<p class="banner">{html.escape(banner)}</p>')
     if intro:
         body.append(_paragraphs(intro))
     body += [section_html(s) for s in sections]
@@ -137,6 +147,24 @@ def render_page(title, sections, path, *, intro=""):
 
 
 COMPARISON_COLUMNS = ["quantity", "paper", "ours", "agree", "note"]
+QUICK_BANNER = ("Quick run (--quick): fewer runs and shorter simulations. A smoke test only: "
+                "it decides no agreement with the paper, and its numbers may reverse the "
+                "paper's conclusions.")
+
+
+def verdict_counts(comparison):
+    """``{"agree", "disagree", "not_compared"}`` counts of comparison rows (``agree`` True /
+    False / None): a row without a verdict is never counted as agreeing."""
+    agree = [row.get("agree") for row in comparison]
+    return {"agree": sum(a is True for a in agree), "disagree": sum(a is False for a in agree),
+            "not_compared": sum(a is None for a in agree)}
+
+
+def verdict_sentence(counts):
+    """One line: "A agree, D disagree, N not compared (of T quantities)"."""
+    total = sum(counts.values())
+    return (f"{counts['agree']} agree, {counts['disagree']} disagree, "
+            f"{counts['not_compared']} not compared (of {total} quantities)")
 
 
 def experiment_page(summary, out_dir, *, table_preview_rows=12):
@@ -147,11 +175,11 @@ def experiment_page(summary, out_dir, *, table_preview_rows=12):
     """
     out_dir = Path(out_dir)
     comparison = summary.get("comparison") or []
-    n_disagree = sum(1 for row in comparison if row.get("agree") is False)
     sections = []
     if comparison:
-        verdict = (f"{len(comparison) - n_disagree} of {len(comparison)} quantities agree with "
-                   "the paper.")
+        verdict = verdict_sentence(verdict_counts(comparison)) + "."
+        if summary.get("quick"):
+            verdict += " Quick run: no verdicts decided."
         sections.append(Section("Paper vs ours", verdict, tables=[
             Table(comparison, columns=COMPARISON_COLUMNS, verdict="agree")]))
     figures = [Figure(name, _caption(name)) for name in summary.get("figures", [])]
@@ -174,7 +202,8 @@ def experiment_page(summary, out_dir, *, table_preview_rows=12):
     intro = summary.get("text", "")
     if summary.get("reproduces"):
         intro = f"Reproduces: {summary['reproduces']}\n\n{intro}"
-    return render_page(title, sections, out_dir / "index.html", intro=intro)
+    return render_page(title, sections, out_dir / "index.html", intro=intro,
+                       banner=QUICK_BANNER if summary.get("quick") else "")
 
 
 def _caption(name):

@@ -37,11 +37,11 @@ class Loaded:
     series: np.ndarray | None
     counts: np.ndarray | None = None  # packets per 10 ms bin
     packets: int | None = None
+    rtt_samples: pl.DataFrame | None = None  # traceflow.flows.pathrtt.SAMPLE_SCHEMA
 
 
 def load_input(path):
     """Read one report input (see the module docstring) into :class:`Loaded`."""
-    from traceflow.flows import flows as build_flows
     from traceflow.flows import input_kind
 
     path = Path(path)
@@ -61,7 +61,14 @@ def load_input(path):
     packets = pl.read_parquet(path) if kind == "packets" else _read_packets(path)
     if packets.height == 0:
         raise InputFormatError("no packets", path=path)
-    return Loaded(path.name, kind, build_flows(packets), *_series(packets), packets.height)
+    return _load_packets(path.name, kind, packets)
+
+
+def _load_packets(name, kind, packets):
+    from traceflow.flows import flows_with_rtt_samples
+
+    table, samples = flows_with_rtt_samples(packets)
+    return Loaded(name, kind, table, *_series(packets), packets.height, samples)
 
 
 def _load_run(path):
@@ -70,7 +77,6 @@ def _load_run(path):
     import json
 
     from traceflow.compare import run_pcap
-    from traceflow.flows import flows as build_flows
 
     summary = json.loads((path / "summary.json").read_text())
     try:
@@ -78,7 +84,7 @@ def _load_run(path):
     except InputFormatError:
         packets = None
     if packets is not None:
-        return Loaded(path.name, "run", build_flows(packets), *_series(packets), packets.height)
+        return _load_packets(path.name, "run", packets)
     link = summary.get("bottleneck")
     series = pl.read_parquet(path / "series.parquet")
     if link is not None and "link" in series.columns:
@@ -163,7 +169,9 @@ def input_section(path, out_dir, index=0):
         c.row("flows", data.flows.height)
         for column, label in (("bytes", "flow size (bytes)"), ("duration", "flow lifetime (s)")):
             c.attempt(f"CCDF of {label}", _tail, c, data.flows, column, label)
-        c.attempt("RTT spectrum", _rtt, c, data.flows)
+        classes = c.attempt("RTT spectrum", _rtt, c, data.flows)
+        if data.rtt_samples is not None:
+            c.attempt("RTT over time", _rtt_time, c, data.rtt_samples, classes)
     if data.series is not None:
         c.row("duration (s)", data.series.size * BIN_S)
         c.row("mean rate (bit/s)", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S))
@@ -196,21 +204,40 @@ def _tail(c, flows, column, label):
 
 
 def _rtt(c, flows):
+    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.default_column`,
+    minimum per host pair); returns the classes."""
     from traceflow.flows import rtt
 
-    x = rtt.rtt_values(flows, "rtt_min3")
+    tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    column, where = rtt.default_column(tcp)
+    x = rtt.rtt_values(tcp, column, "pair")
     if x.size < MIN_RTT_SAMPLES:
-        raise TraceflowError(f"{x.size} flows with an RTT sample (rtt_min3), need "
+        raise TraceflowError(f"{x.size} flows with an RTT sample ({column}), need "
                              f"{MIN_RTT_SAMPLES}")
     classes = rtt.fit_rtt_classes(x)
     path = figures.rtt_spectrum_figure(rtt.rtt_spectrum(x), c.path("rtt-spectrum"),
                                        boundaries=classes.boundaries, medians=classes.medians)
-    c.figure(path, "RTT spectrum (Wu & Nikolaidis Fig. 4): histogram of log10(RTT / 10 µs) of "
-                   "the handshake estimate rtt_min3, with the RTT classes learned from it "
-                   "(Gaussian mixture, BIC).")
-    c.row("RTT median (s)", float(np.median(x)), f"{x.size} flows with a sample")
+    c.figure(path, f"RTT spectrum (Wu & Nikolaidis Fig. 4): histogram over connections of "
+                   f"log10(RTT / 10 µs), each connection taking the minimum {column} of its host "
+                   f"pair (vantage point: {where}), with the RTT classes learned from it "
+                   f"(Gaussian mixture, BIC).")
+    c.row("RTT median (s)", float(np.median(x)), f"{x.size} flows, {column} per host pair")
     c.row("RTT classes", classes.n_classes,
           "medians " + ", ".join(f"{m * 1e3:.3g} ms" for m in classes.medians))
+    return classes
+
+
+def _rtt_time(c, samples, classes):
+    s = samples.drop_nulls("path_rtt").filter(pl.col("path_rtt") > 0)
+    if s.height == 0:
+        raise TraceflowError("no path RTT samples (no connection timed in both halves)")
+    t = (s["ts"].dt.epoch("ns") - s["ts"].dt.epoch("ns").min()) / 1e9
+    path = figures.rtt_time_figure(t.to_numpy(), s["path_rtt"].to_numpy(), c.path("rtt-time"),
+                                   classes=classes.boundaries if classes else ())
+    c.figure(path, "Path RTT over time: every passive sample of one half of a connection's path "
+                   "(TCP timestamp echo, or data to covering ACK with Karn's rule) plus the "
+                   "nearest-in-time sample of its other half; dashed: RTT class boundaries.")
+    c.row("path RTT samples", s.height, f"median {float(s['path_rtt'].median()) * 1e3:.3g} ms")
 
 
 def _series_fig(c, x):
@@ -313,10 +340,10 @@ def _compare_fct(c, result):
     fct = result["metrics"]["fct"]
     path = figures.bars_figure(size_bin_labels(), {"measured": fct["measured"],
                                                    "predicted": fct["predicted"]},
-                               c.path("fct"), ylabel="mean completion time (s)",
+                               c.path("fct"), ylabel="median transfer time (s)",
                                xlabel="transfer size bin (bytes)",
                                title="Flow completion time by size")
-    c.figure(path, "Mean flow completion time per size bin (Park, Kim & Crovella Table 1 bins).")
+    c.figure(path, "Median transfer time (request to last data byte) per size bin.")
 
 
 def _compare_dispersion(c, result):

@@ -20,8 +20,6 @@ import os
 import re
 import signal
 import sys
-import threading
-import time
 import traceback
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -32,6 +30,7 @@ from pathlib import Path
 import click
 
 from traceflow.errors import TraceflowError
+from traceflow.lifeline import die_with_parent
 
 EXECUTORS = ("local", "dask")
 #: a task is failed after this many worker-process deaths while it ran (Dask's allowed-failures)
@@ -198,15 +197,9 @@ def _init_worker(parent):
     # Ctrl-C belongs to the parent, which stops the pool; workers must not die mid-task and
     # break the pool before the parent has stopped cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A parent killed outright (SIGKILL, SIGTERM) cannot stop its workers: they stop themselves
-    # instead of finishing a long simulation nobody waits for.
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-
-
-def _exit_with_parent(parent, period=1.0):
-    while os.getppid() == parent:
-        time.sleep(period)
-    os._exit(1)
+    # A parent killed outright (SIGKILL) cannot stop its workers: the kernel kills them with it,
+    # even mid-simulation with the GIL held.
+    die_with_parent(parent)
 
 
 def _new_pool(workers):
@@ -385,25 +378,38 @@ def whole_inputs(files):
 class _FileTask:
     fn: object
     source: Path
-    part: Path
+    part: Path | None  # where to write the part; None: return its bytes (the client writes it)
+    shown: str  # the part as the user knows it (under their output directory), for errors
     source_column: str | None
     fn_writes: bool
     chunk: object = None  # one piece of a split file, passed to fn as ``chunk=``
 
 
 def _write_file_part(task):
-    """Produce one file's (or chunk's) Parquet part atomically; ``(rows, value returned by fn or
-    None)``."""
-    import pyarrow.parquet as pq
+    """Produce one file's (or chunk's) Parquet part; ``(rows, value returned by fn or None,
+    the part's bytes when task.part is None, else None)``."""
+    import tempfile
 
     from traceflow.atomic import atomic_path
 
+    if task.part is not None:
+        with atomic_path(task.part, shown=task.shown) as tmp:
+            return (*_produce(task, tmp), None)
+    # On a Dask worker: the part goes to the client, whose file system may not be this one.
+    with tempfile.TemporaryDirectory(prefix="traceflow-part-") as local:
+        with atomic_path(Path(local) / "part.parquet", shown=task.shown) as tmp:
+            rows, value = _produce(task, tmp)
+            return rows, value, tmp.read_bytes()
+
+
+def _produce(task, tmp):
+    import pyarrow.parquet as pq
+
     kwargs = {} if task.chunk is None else {"chunk": task.chunk}
-    with atomic_path(task.part) as tmp:
-        if task.fn_writes:
-            value = task.fn(task.source, tmp, **kwargs)
-            return pq.read_metadata(tmp).num_rows, value
-        return _write_tables(task, task.fn(task.source, **kwargs), tmp), None
+    if task.fn_writes:
+        value = task.fn(task.source, tmp, **kwargs)
+        return pq.read_metadata(tmp).num_rows, value
+    return _write_tables(task, task.fn(task.source, **kwargs), tmp), None
 
 
 def _write_tables(task, result, tmp):
@@ -466,13 +472,15 @@ def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_wr
     ``part-NNNNN-<file name>-cKKKK.parquet`` per chunk, ``fn`` getting the keyword ``chunk=``;
     the parts' names sort by file, then chunk. With ``source_column`` set, a
     string column of that name records each row's input file. ``out_dir`` is replaced as a whole
-    and only on success, so an error never leaves a partial dataset; on a multi-machine Dask
-    cluster the inputs and ``out_dir`` must be on a file system shared by the workers.
+    and only on success, so an error never leaves a partial dataset. On Dask, workers send each
+    part's bytes back and this process writes every file, so ``out_dir`` needs no file system
+    shared with the workers; the inputs must be readable by the workers at their absolute paths
+    here (a shared or replicated data directory).
 
     Returns ``{"files": [...], "parts": [...], "sources": [index in files of each part], "rows":
     int, "results": [fn's value per part]}``.
     """
-    from traceflow.atomic import atomic_dir
+    from traceflow.atomic import atomic_dir, atomic_path
 
     if fn_writes and source_column:
         raise TraceflowError("source_column needs fn to return tables (fn_writes=False)")
@@ -490,17 +498,26 @@ def map_files(fn, inputs, out_dir, *, patterns=("*",), source_column=None, fn_wr
         names += [f"part-{i:05d}-{f.name}-c{k:0{width}d}.parquet" for k in range(len(pieces))]
         chunks += pieces
         sources += [i] * len(pieces)
+    done = [None] * len(names)
     with atomic_dir(out_dir) as tmp:
-        tasks = [_FileTask(fn, files[i].resolve(), (tmp / name).resolve(), source_column, fn_writes,
+        # Dask workers send each part to the client, which writes it: no shared file system.
+        tasks = [_FileTask(fn, files[i].resolve(), None if executor == "dask" else
+                           (tmp / name).resolve(), str(out_dir / name), source_column, fn_writes,
                            chunk) for i, name, chunk in zip(sources, names, chunks)]
-        try:
-            done = map_tasks(_write_file_part, tasks, executor=executor, workers=workers,
-                             scheduler=scheduler, retries=retries, label=label, progress=progress)
-        except TaskError as exc:
-            if exc.outcome.user_error:  # already names its file
-                raise TraceflowError(exc.outcome.error) from None
-            raise TraceflowError(exc.outcome.error, path=files[sources[exc.outcome.index]]) \
-                from None
+        outcomes = iter_tasks(_write_file_part, tasks, executor=executor, workers=workers,
+                              scheduler=scheduler, retries=retries, label=label, progress=progress)
+        with contextlib.closing(outcomes):
+            for outcome in outcomes:
+                if not outcome.ok:
+                    if outcome.user_error:  # already names its file
+                        raise TraceflowError(outcome.error)
+                    raise TraceflowError(outcome.error, path=files[sources[outcome.index]])
+                rows, value, data = outcome.value
+                if data is not None:
+                    name = names[outcome.index]
+                    with atomic_path(tmp / name, shown=out_dir / name) as part:
+                        part.write_bytes(data)
+                done[outcome.index] = rows, value
     return {"files": [str(f) for f in files], "parts": [str(out_dir / n) for n in names],
             "sources": sources, "rows": int(sum(rows for rows, _ in done)),
             "results": [value for _, value in done]}

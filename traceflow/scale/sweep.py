@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from traceflow.atomic import atomic_path, write_text
+from traceflow.atomic import atomic_path, remove_stale_in, write_text
 from traceflow.errors import ScenarioError, TraceflowError
 from traceflow.jsonutil import jsonable
 from traceflow.scale.parallel import iter_tasks, run_summary
@@ -201,8 +201,8 @@ class SweepDir:
             raise TraceflowError("exists and is not a sweep directory", path=self.path)
         self.cells.mkdir(parents=True, exist_ok=True)
         # Left by a process killed mid-write (SIGKILL skips the cleanup in write_cell).
-        for stale in [*self.cells.glob(".*.tmp"), *self.path.glob(".*.tmp")]:
-            stale.unlink()
+        remove_stale_in(self.cells)
+        remove_stale_in(self.path)
         for orphan in self.cells.glob("*.json"):
             if not orphan.with_suffix(".parquet").exists():
                 orphan.unlink()

@@ -6,7 +6,7 @@ array set P {
   bneck_rate 10Mb bneck_delay 20ms limit 100
   access_rate 100Mb access_delay 5ms access_step 0
   pkt 1000 window 1000 iw 1 minrto 0.2 tick 0.01
-  red_min 5 red_max 15 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true
+  red_min 5 red_max 15 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true red_bytes false
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1
   start_spread 1.0 seed 1 xi0 1.0
   cwnd_file {} cwnd_dt 0.1 cwnd_flow 0
@@ -31,8 +31,8 @@ Agent/TCP set delay_growth_ false
 Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
 Agent/TCP/Vegas set v_beta_ $P(vegas_beta)
 Agent/TCP/Vegas set v_gamma_ $P(vegas_gamma)
-Queue/RED set bytes_ false
-Queue/RED set queue_in_bytes_ false
+Queue/RED set bytes_ $P(red_bytes)
+Queue/RED set queue_in_bytes_ $P(red_bytes)
 Queue/RED set thresh_ $P(red_min)
 Queue/RED set maxthresh_ $P(red_max)
 Queue/RED set q_weight_ $P(red_wq)

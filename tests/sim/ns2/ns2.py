@@ -1,4 +1,4 @@
-"""Run the ns-2 dumbbell oracle (``dumbbell.tcl``) and parse its measurements."""
+"""Run an ns-2 oracle script (default ``dumbbell.tcl``) and parse its measurements."""
 import shutil
 import subprocess
 import time
@@ -11,9 +11,11 @@ def available():
     return shutil.which("ns") is not None
 
 
-def run_ns2(**params):
-    """Run ``ns dumbbell.tcl key=value...``; return the measurements plus ``wall_s``."""
-    args = ["ns", str(TCL), *(f"{k}={v}" for k, v in params.items())]
+def run_ns2(script=TCL, **params):
+    """Run ``ns SCRIPT key=value...`` (a script beside this file, by name or path); return the
+    measurements plus ``wall_s``."""
+    args = ["ns", str(Path(__file__).with_name(str(script)) if not Path(script).is_absolute()
+                      else script), *(f"{k}={v}" for k, v in params.items())]
     t0 = time.perf_counter()
     out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=600).stdout
     wall = time.perf_counter() - t0

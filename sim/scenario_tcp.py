@@ -1,0 +1,177 @@
+"""The ``[tcp]`` section: :class:`TcpConfig`, its ``profile`` presets, and the registries of
+congestion control (window growth) and loss recovery (what happens on duplicate ACKs, SACKs,
+partial ACKs and timeouts), each registered by name.
+
+``profile = "ns2"`` (the default) is the classic ns-2 one-way TCP; ``profile = "linux"`` presets
+what stock Linux does (the keys in ``PROFILES["linux"]``). Keys given explicitly always win over
+the preset, so ``profile = "linux", cc = "reno", min_rto = 0.05`` is Linux Reno with a 50 ms
+minimum RTO. Plug-ins: ``register_cc(name, builder, profiles)`` and
+``register_recovery(name, builder, needs_sack)`` with ``builder(tcp_config) -> Cython object``.
+Units: seconds, segments.
+"""
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+
+from .schema import HookSpec, _err, _meta
+
+# Linux 6.x defaults (net/ipv4/tcp.c, tcp_input.c, tcp_timer.c; Debian's CONFIG_HZ = 250, so
+# timers and RTO run in 4 ms jiffies; TCP_ATO_MIN = TCP_DELACK_MIN = 40 ms; TCP_RTO_MAX = 120 s)
+PROFILES = {
+    "ns2": {},
+    "linux": {"cc": "cubic", "recovery": "sack_rack", "sack": True, "timestamps": True,
+              "init_cwnd": 10.0, "min_rto": 0.2, "init_rto": 1.0, "max_rto": 120.0,
+              "tick": 0.004, "delayed_ack": "linux", "delack_timeout": 0.04,
+              "limited_transmit": False},
+}
+
+
+@dataclass
+class TcpPlugin:
+    builder: typing.Callable
+    profiles: tuple = ("ns2", "linux")
+    needs_sack: bool = False
+
+
+CONGESTION: dict[str, TcpPlugin] = {}
+RECOVERY: dict[str, TcpPlugin] = {}
+
+
+def register_cc(name, builder, profiles=("ns2", "linux")):
+    """Make ``tcp.cc = NAME`` available: ``builder(tcp_config) -> _sim.CongestionOps``."""
+    CONGESTION[name] = TcpPlugin(builder, tuple(profiles))
+
+
+def register_recovery(name, builder, needs_sack=False):
+    """Make ``tcp.recovery = NAME`` available: ``builder(tcp_config) -> _sim.RecoveryOps``."""
+    RECOVERY[name] = TcpPlugin(builder, needs_sack=needs_sack)
+
+
+@dataclass
+class VegasParams:
+    alpha: float = _meta(1.0, min=0)
+    beta: float = _meta(3.0, min=0)
+    gamma: float = _meta(1.0, min=0)
+
+    def validate(self, path):
+        if self.beta < self.alpha:
+            raise _err(f"{path}.beta", "must be >= alpha")
+
+
+@dataclass
+class RateParams:
+    """TCP Rate's control law (Park & Tuan 2000, sec. 3.6.3, Table I), per ACK with an RTT sample:
+    dRTT < 0: cwnd += a xi / cwnd; dRTT > 0: cwnd -= (a xi / RTT) b tau; dRTT = 0: ``equal``."""
+    a: float = _meta(1.0, gt=0, doc="increase, segments per RTT (Reno's slope; TCP-MT scales it by xi)")
+    b: float = _meta(2.0, gt=0, doc="decrease per RTT relative to a, dimensionless (paper: 0 < a < b)")
+    tau: float = _meta(0.0, min=0, doc="packet spacing, s (0: the measured spacing of the two ACKs)")
+    equal: str = _meta("increase", choices=("increase", "hold", "decrease"),
+                       doc="action on equal consecutive RTT samples (Table I: dRTT >= 0 decreases)")
+
+
+@dataclass
+class CubicParams:
+    """RFC 9438 / Linux tcp_cubic.c module parameters (Linux stores beta as 717/1024 and
+    C as bic_scale 41 * 10 / 1024)."""
+    beta: float = _meta(0.7, gt=0, max=1, doc="multiplicative decrease factor")
+    c: float = _meta(0.4, gt=0, doc="cubic scaling constant, segments/s^3")
+    fast_convergence: bool = _meta(True)
+    tcp_friendliness: bool = _meta(True, doc="Reno-friendly region (RFC 9438 4.3)")
+    hystart: bool = _meta(True, doc="HyStart: ACK-train and delay-increase slow-start exit")
+    hystart_low_window: int = _meta(16, min=0, doc="HyStart acts from this cwnd on, segments")
+
+
+@dataclass
+class TcpConfig:
+    profile: str = _meta("ns2", choices=tuple(PROFILES), doc="preset of the keys below")
+    cc: str = _meta("reno", doc="congestion control (register_cc)")
+    recovery: str = _meta("classic", doc="loss recovery (register_recovery): classic | sack_rack")
+    sack: bool = _meta(False, doc="receiver sends SACK blocks (RFC 2018)")
+    dsack: bool = _meta(True, doc="with sack: D-SACK blocks for duplicate segments (RFC 2883)")
+    timestamps: bool = _meta(False, doc="timestamps option: 12 header bytes, RTT from TSecr")
+    frto: bool = _meta(True, doc="sack_rack: F-RTO (RFC 5682) after a timeout, as Linux")
+    rack: bool = _meta(True, doc="sack_rack: RACK loss detection (false: RFC 6675 dupthresh)")
+    init_cwnd: float = _meta(1.0, gt=0, doc="segments")
+    init_ssthresh: float = _meta(1e9, gt=0, doc="segments")
+    rwnd: int = _meta(1_000_000, min=1, doc="receiver window, segments")
+    min_rto: float = _meta(0.2, gt=0)
+    max_rto: float = _meta(60.0, gt=0)
+    init_rto: float = _meta(3.0, gt=0)
+    tick: float = _meta(0.01, min=0, doc="timer granularity, s (RTO rounded up to it)")
+    rtt_per_ack: bool = _meta(False, doc="RTO estimator fed by every ACK's timestamp echo "
+                                         "(default: one timed segment per RTT, as ns-2)")
+    limited_transmit: bool = _meta(True, doc="RFC 3042 / ns-2 singledup_: one new segment on "
+                                             "each of the first two duplicate ACKs")
+    ns2_rto: bool = _meta(False, doc="ns-2's RTO arithmetic: samples in whole ticks (random tick "
+                                     "phase per connection), srtt/rttvar in 1/8 and 1/4 ticks")
+    delayed_ack: bool | str = _meta(False, doc="false | true (every 2nd segment) | \"linux\"")
+    delack_timeout: float = _meta(0.1, gt=0, doc="delayed-ACK timer; linux: ATO minimum")
+    handshake: bool = _meta(True, doc="SYN / SYN-ACK before data")
+    request_delay: float = _meta(0.0, min=0, doc="request mode: client's think time from the "
+                                                 "handshake to its request, s")
+    response_delay: float = _meta(0.0, min=0, doc="request mode: server's time from the whole "
+                                                  "request to its first response byte, s")
+    close_delay: float = _meta(0.0, min=0, doc="request mode: time from the last write (server) "
+                                               "or the peer's FIN (client) to close(), s")
+    xi: float = _meta(1.0, gt=0, doc="congestion-avoidance slope: cwnd += xi/cwnd")
+    vegas: VegasParams = _meta(factory=VegasParams)
+    rate: RateParams = _meta(factory=RateParams)
+    cubic: CubicParams = _meta(factory=CubicParams)
+    hook: HookSpec | None = _meta(None)
+    explicit: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def resolve(cls, data, path):
+        """The profile's preset overlaid by the explicitly given keys."""
+        prof = data.get("profile", "ns2")
+        if prof not in PROFILES:
+            raise _err(f"{path}.profile" if path else "profile",
+                       f"must be one of {', '.join(PROFILES)} (got {prof!r})")
+        return {**PROFILES[prof], **data}
+
+    def validate(self, path):
+        where = f"{path}." if path else ""
+        cc = CONGESTION.get(self.cc)
+        if cc is None:
+            raise _err(f"{where}cc", f"unknown congestion control {self.cc!r} "
+                       f"(known: {', '.join(sorted(CONGESTION))})")
+        if self.profile not in cc.profiles:
+            raise _err(f"{where}cc", f"{self.cc!r} is not available with profile "
+                       f"{self.profile!r} (only {', '.join(cc.profiles)})")
+        rec = RECOVERY.get(self.recovery)
+        if rec is None:
+            raise _err(f"{where}recovery", f"unknown loss recovery {self.recovery!r} "
+                       f"(known: {', '.join(sorted(RECOVERY))})")
+        if rec.needs_sack and not self.sack:
+            raise _err(f"{where}recovery", f"{self.recovery!r} needs sack = true")
+        if isinstance(self.delayed_ack, str) and self.delayed_ack != "linux":
+            raise _err(f"{where}delayed_ack", f"must be true, false or \"linux\" "
+                       f"(got {self.delayed_ack!r})")
+
+    def build_cc(self):
+        return CONGESTION[self.cc].builder(self)
+
+    def build_recovery(self):
+        return RECOVERY[self.recovery].builder(self)
+
+
+def _sim():
+    from traceflow.sim import _sim as mod
+    return mod
+
+
+def _cubic(t):
+    c = t.cubic
+    return _sim().Cubic(c.beta, c.c, c.fast_convergence, c.tcp_friendliness, c.hystart,
+                        c.hystart_low_window)
+
+
+register_cc("tahoe", lambda t: _sim().Tahoe(), ("ns2",))
+register_cc("reno", lambda t: _sim().Reno() if t.profile == "ns2" else _sim().RenoLinux())
+register_cc("newreno", lambda t: _sim().NewReno(), ("ns2",))
+register_cc("vegas", lambda t: _sim().Vegas(t.vegas.alpha, t.vegas.beta, t.vegas.gamma), ("ns2",))
+register_cc("rate", lambda t: _sim().Rate(t.rate.a, t.rate.b, t.rate.equal, t.rate.tau), ("ns2",))
+register_cc("cubic", _cubic)
+register_recovery("classic", lambda t: _sim().ClassicRecovery())
+register_recovery("sack_rack", lambda t: _sim().SackRack(t.frto, t.rack), needs_sack=True)

@@ -1,0 +1,61 @@
+"""Accuracy of the delay relay on an idle testbed: handshake RTTs equal the configured RTTs.
+
+Oracle: the kernel's capture timestamps (tcpdump on both router interfaces, nanosecond
+resolution), independent of the relay's own clock reads. Requirement (issue 16): idle handshake
+RTTs within 0.5 ms of the configured RTT. Tiny files at 10 Mbit/s keep the bottleneck queue
+empty, so a handshake RTT is propagation only.
+
+Why a few samples may miss: this machine's kernel is not preemptible ("Dynamic Preempt: none")
+and runs under a hypervisor that steals CPU time, so even a SCHED_FIFO task waits while another
+task is in the kernel or the virtual CPU is stopped. A bare SCHED_FIFO timer loop (200 µs sleeps)
+saw 57 and 30 wake-ups late by more than 0.5 ms in two 20-s probes (max 6.9 and 16.9 ms) at load
+8-11 from other jobs. So the tests allow 1 % of samples (at least 2) past the tolerance, and
+require the median error to be half of it.
+"""
+import polars as pl
+import pytest
+from testbed_checks import (SIDES, assert_within_tolerance, cli_json, ground_truth,
+                            require_testbed, run_alone)
+
+from traceflow.testbed import Params
+from traceflow.testbed.transit import router_transit
+
+RTTS = (0.010, 0.060, 0.180)
+
+
+@pytest.fixture(scope="module")
+def idle_run(tmp_path_factory):
+    require_testbed()
+    out = tmp_path_factory.mktemp("relay") / "run"
+    run_alone(Params(clients=6, mean=200, idle=0.3, rate=10_000_000, buffer=50_000,
+                       rtt=RTTS, duration=8.0, drain=5.0, seed=3), out)
+    return out
+
+
+# one test, so that the run is made once (pytest-xdist makes a module fixture once per worker)
+def test_idle_handshake_and_packet_delays_equal_configured(idle_run):
+    for side in SIDES:
+        check_handshake_rtts(idle_run, side)
+    check_packet_transit(idle_run)
+
+
+def check_handshake_rtts(run, side):
+    out = run.parent / f"{side}.flows.parquet"
+    cli_json("flows", str(run / f"{side}.pcap"), "-o", str(out))
+    flows = pl.read_parquet(out)
+    hs = ground_truth(run).join(flows, left_on=["client_addr", "port"],
+                                right_on=["client_addr", "client_port"])
+    assert hs.height >= 30 and hs["rtt_handshake"].null_count() == 0
+    assert_within_tolerance((hs["rtt_handshake"] - hs["rtt"]).abs())
+    assert sorted(hs["rtt"].unique()) == list(RTTS)
+
+
+def check_packet_transit(run):
+    # per packet and direction, not only per handshake: the reverse path is not shaped, so an up
+    # packet's transit is the relay's one-way delay alone
+    t = router_transit(run / "server_side.pcap", run / "client_side.pcap", RTTS)
+    assert t["t_out"].null_count() == 0             # idle: nothing dropped, both captures whole
+    up = t.filter(pl.col("direction") == "up")
+    assert up.height > 100
+    assert up["queueing"].min() >= 0                          # never early
+    assert_within_tolerance(up["queueing"])

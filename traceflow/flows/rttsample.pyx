@@ -1,0 +1,298 @@
+"""The sequential core of :mod:`traceflow.flows.pathrtt`: passive RTT samples over whole TCP
+connections.
+
+Each sample is one round trip *vantage point → host → vantage point*, opened by a packet the
+capture sees going toward a host and closed by the first packet that host sends back echoing it:
+
+- **Timestamps** (RFC 7323, as pping does): the first packet carrying a new TSval opens a sample;
+  the first packet of the other direction whose TSecr equals that TSval closes it (first echo
+  only; TSvals the host never echoes are dropped when a later one is echoed).
+- **Sequence numbers** (packets without the timestamp option, as tcptrace does): a segment
+  occupying sequence space (payload, SYN, FIN) opens a sample that the first ACK of the other
+  direction covering its end closes (a RST/ACK too: a closed port answers at once); an ACK
+  covering several pending segments closes the newest one (the segment whose arrival released
+  it) and drops the others. Karn's rule: a
+  retransmitted (or reordered) segment opens nothing and drops every pending segment of its
+  direction, since any ACK covering them may answer the retransmission. The handshake is the
+  same rule (SYN → SYN/ACK, SYN/ACK → final ACK).
+
+A sample belongs to the *half* of the path beyond the host that closed it: the packet's direction
+(``side``, 1 = sent by the endpoint pair's smaller endpoint, as
+:func:`traceflow.flows.flowsplit.pair_ids`).
+The two halves of a connection sum to its path RTT at any vantage point.
+
+The state is per connection and direction only (pending TSvals and pending segment ends, in
+FIFO lists of a shared node pool, plus the last sequence number seen), so :class:`RttSampler`
+consumes a capture batch by batch: ``feed`` each batch in capture order, then ``finish``.
+Times are int64 nanoseconds.
+"""
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+
+cdef uint16_t FIN = 0x01
+cdef uint16_t SYN = 0x02
+cdef uint16_t ACK = 0x10
+
+cdef uint8_t SEEN = 1        # last_raw/last_rel hold the direction's latest sequence number
+cdef uint8_t HAS_TSVAL = 2   # last_tsval holds the newest TSval opened in the direction
+
+#: ``kind`` of a sample
+TIMESTAMP, SEQUENCE = 0, 1
+
+#: the per-packet columns :meth:`RttSampler.feed` reads (NumPy dtypes)
+BATCH_COLUMNS = {"conn": np.int64, "fwd": np.uint8, "ts": np.int64, "is_tcp": np.uint8,
+                 "flags": np.uint16, "rel": np.int64, "seq": np.uint32, "ack": np.uint32,
+                 "payload": np.int64, "retrans": np.uint8, "has_ts": np.uint8,
+                 "tsval": np.uint32, "tsecr": np.uint32}
+
+
+cdef inline bint _before(uint32_t a, uint32_t b) nogil:
+    # a precedes b in 32-bit serial-number arithmetic (TSvals wrap)
+    return <int32_t>(a - b) < 0
+
+
+cdef class RttSampler:
+    """Passive RTT samples of a packet stream (see the module docstring).
+
+    ``max_ns``: samples longer than this (clock glitches; use the flow idle timeout) or negative
+    are dropped. ``timestamps``: False ignores the timestamp option, so every packet is sampled
+    by sequence numbers (tcptrace's and Wireshark's ``tcp.analysis.ack_rtt`` rule).
+    """
+    cdef readonly int64_t max_ns
+    cdef readonly bint timestamps
+    cdef int64_t n_seen, n_slots, n_nodes, free_node, n_conns
+    # per connection direction, slot k = 2 * conn + direction
+    cdef object _slot_arrays
+    cdef int64_t[:] last_rel, min_rtt, count
+    # FIFO list l = 2 * slot + (0 pending TSvals, 1 pending segment ends): first and last node
+    cdef int64_t[:] head, tail
+    cdef uint32_t[:] last_raw, last_tsval
+    cdef uint8_t[:] state
+    # node pool of the FIFO lists: key (TSval or sequence end), time and packet that opened
+    # the sample, next node
+    cdef object _node_arrays
+    cdef int64_t[:] node_key, node_t, node_pkt, node_next
+
+    def __init__(self, int64_t max_ns, bint timestamps=True):
+        self.max_ns = max_ns
+        self.timestamps = timestamps
+        self.n_seen = self.n_slots = self.n_nodes = self.n_conns = 0
+        self.free_node = -1
+        self._grow_slots(2048)
+        self._grow_nodes(4096)
+
+    cdef _grow_slots(self, int64_t capacity):
+        specs = [("head", np.int64, -1, 2), ("tail", np.int64, -1, 2),
+                 ("last_rel", np.int64, 0, 1), ("min_rtt", np.int64, -1, 1),
+                 ("count", np.int64, 0, 1), ("last_raw", np.uint32, 0, 1),
+                 ("last_tsval", np.uint32, 0, 1), ("state", np.uint8, 0, 1)]
+        new = {name: np.full(per * capacity, fill, dtype=dt) for name, dt, fill, per in specs}
+        if self.n_slots:
+            for name, values in self._slot_arrays.items():
+                new[name][:values.shape[0]] = values
+        self._slot_arrays = new
+        self.n_slots = capacity
+        self.head, self.tail = new["head"], new["tail"]
+        self.last_rel, self.min_rtt, self.count = new["last_rel"], new["min_rtt"], new["count"]
+        self.last_raw, self.last_tsval = new["last_raw"], new["last_tsval"]
+        self.state = new["state"]
+
+    cdef _grow_nodes(self, int64_t capacity):
+        new = {name: np.zeros(capacity, dtype=np.int64) for name in ("key", "t", "pkt", "next")}
+        if self.n_nodes:
+            for name, values in self._node_arrays.items():
+                new[name][:self.n_nodes] = values
+        # the added nodes form the free list
+        new["next"][self.n_nodes:capacity - 1] = np.arange(self.n_nodes + 1, capacity)
+        new["next"][capacity - 1] = self.free_node
+        self.free_node = self.n_nodes
+        self._node_arrays = new
+        self.n_nodes = capacity
+        self.node_key, self.node_t = new["key"], new["t"]
+        self.node_pkt, self.node_next = new["pkt"], new["next"]
+
+    cdef inline int _push(self, int64_t l, int64_t key, int64_t t, int64_t pkt) except -1:
+        cdef int64_t node
+        if self.free_node < 0:
+            self._grow_nodes(2 * self.n_nodes)
+        node = self.free_node
+        self.free_node = self.node_next[node]
+        self.node_key[node] = key
+        self.node_t[node] = t
+        self.node_pkt[node] = pkt
+        self.node_next[node] = -1
+        if self.tail[l] >= 0:
+            self.node_next[self.tail[l]] = node
+        else:
+            self.head[l] = node
+        self.tail[l] = node
+        return 0
+
+    cdef inline void _pop(self, int64_t l) noexcept:
+        cdef int64_t node = self.head[l]
+        self.head[l] = self.node_next[node]
+        if self.head[l] < 0:
+            self.tail[l] = -1
+        self.node_next[node] = self.free_node
+        self.free_node = node
+
+    def feed(self, batch):
+        """Consume the next packets (capture order) and return their samples.
+
+        ``batch``: a mapping (dict, Polars DataFrame) of equal-length columns
+        :data:`BATCH_COLUMNS`: ``conn`` (connection index, 0-based, from
+        :func:`traceflow.flows.flowsplit.split_connections`, numbered across batches), ``fwd``
+        (direction), ``ts`` (ns), ``is_tcp``, ``flags`` (TCP flags), ``rel`` (sequence number
+        relative to the direction's first packet, unwrapped, as the splitter computes),
+        ``seq``/``ack`` (raw), ``payload`` (bytes), ``retrans`` (the splitter's flag),
+        ``has_ts`` (the timestamp option is present), ``tsval``/``tsecr``.
+
+        Returns a dict of NumPy arrays, one entry per sample, in capture order of the closing
+        packets: ``packet`` (index of the closing packet in the whole stream fed so far),
+        ``opener`` (index of the packet it answers), ``ts`` (closing time), ``conn``, ``side``
+        (the closing packet's direction: the half the sample measures), ``rtt`` (ns) and
+        ``kind`` (:data:`TIMESTAMP` or :data:`SEQUENCE`).
+        """
+        cols = [np.ascontiguousarray(batch[name], dtype=dt) for name, dt in BATCH_COLUMNS.items()]
+        return self._feed(*cols)
+
+    def _feed(self, const int64_t[:] conn, const uint8_t[:] fwd, const int64_t[:] ts,
+              const uint8_t[:] is_tcp, const uint16_t[:] flags, const int64_t[:] rel,
+              const uint32_t[:] seq, const uint32_t[:] ack, const int64_t[:] payload,
+              const uint8_t[:] retrans, const uint8_t[:] has_ts, const uint32_t[:] tsval,
+              const uint32_t[:] tsecr):
+        cdef Py_ssize_t n = conn.shape[0], i
+        out = {name: np.empty(n, dtype=dt) for name, dt in [
+            ("packet", np.int64), ("opener", np.int64), ("ts", np.int64), ("conn", np.int64),
+            ("side", np.uint8), ("rtt", np.int64), ("kind", np.uint8)]}
+        cdef int64_t[:] o_packet = out["packet"]
+        cdef int64_t[:] o_opener = out["opener"]
+        cdef int64_t[:] o_ts = out["ts"]
+        cdef int64_t[:] o_conn = out["conn"]
+        cdef uint8_t[:] o_side = out["side"]
+        cdef int64_t[:] o_rtt = out["rtt"]
+        cdef uint8_t[:] o_kind = out["kind"]
+        cdef Py_ssize_t m = 0
+        cdef int64_t c, k, o, t, a, rtt, opened, opener, occupied, need
+        cdef uint8_t d, kind
+        cdef uint16_t f
+        cdef uint32_t x
+        cdef bint use_ts
+        for i in range(n):
+            if not is_tcp[i]:
+                continue
+            c = conn[i]
+            d = fwd[i] & 1
+            k = 2 * c + d          # this packet's direction
+            o = 2 * c + 1 - d      # the direction it answers
+            if k >= self.n_slots or o >= self.n_slots:
+                need = self.n_slots
+                while need <= 2 * c + 1:
+                    need *= 2
+                self._grow_slots(need)
+            if c + 1 > self.n_conns:
+                self.n_conns = c + 1
+            f = flags[i]
+            t = ts[i]
+            use_ts = self.timestamps and has_ts[i]
+
+            # 1. does this packet close a sample opened in the other direction?
+            opened = -1
+            if f & ACK:
+                if use_ts:
+                    x = tsecr[i]
+                    while self.head[2 * o] >= 0 and _before(
+                            <uint32_t>self.node_key[self.head[2 * o]], x):
+                        self._pop(2 * o)                   # never echoed
+                    if self.head[2 * o] >= 0 and <uint32_t>self.node_key[self.head[2 * o]] == x:
+                        opened = self.node_t[self.head[2 * o]]
+                        opener = self.node_pkt[self.head[2 * o]]
+                        self._pop(2 * o)                   # first echo only
+                    kind = TIMESTAMP
+                elif self.state[o] & SEEN:
+                    a = self.last_rel[o] + <int32_t>(ack[i] - self.last_raw[o])
+                    while self.head[2 * o + 1] >= 0 and self.node_key[self.head[2 * o + 1]] <= a:
+                        opened = self.node_t[self.head[2 * o + 1]]  # the newest covered wins
+                        opener = self.node_pkt[self.head[2 * o + 1]]
+                        self._pop(2 * o + 1)
+                    kind = SEQUENCE
+            if opened >= 0:
+                rtt = t - opened
+                if 0 <= rtt <= self.max_ns:
+                    o_packet[m] = self.n_seen + i
+                    o_opener[m] = opener
+                    o_ts[m] = t
+                    o_conn[m] = c
+                    o_side[m] = d
+                    o_rtt[m] = rtt
+                    o_kind[m] = kind
+                    m += 1
+                    if self.min_rtt[k] < 0 or rtt < self.min_rtt[k]:
+                        self.min_rtt[k] = rtt
+                    self.count[k] += 1
+
+            # 2. what does it ask the other side to answer?
+            if use_ts:
+                x = tsval[i]
+                if not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x):
+                    self._push(2 * k, x, t, self.n_seen + i)
+                    self.last_tsval[k] = x
+                    self.state[k] |= HAS_TSVAL
+            else:
+                occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
+                if retrans[i]:
+                    while self.head[2 * k + 1] >= 0:     # Karn's rule
+                        self._pop(2 * k + 1)
+                elif occupied > 0:
+                    self._push(2 * k + 1, rel[i] + occupied, t, self.n_seen + i)
+            self.last_raw[k] = seq[i]
+            self.last_rel[k] = rel[i]
+            self.state[k] |= SEEN
+        self.n_seen += n
+        return {name: values[:m] for name, values in out.items()}
+
+    def finish(self):
+        """Per-connection summary of everything fed: ``min_rtt`` (ns, -1 = no sample) and
+        ``count``, int64 arrays of shape (connections, 2), column = ``side``. Pending samples
+        (never answered) are dropped."""
+        n = self.n_conns
+        return {name: np.asarray(self._slot_arrays[name][:2 * n]).reshape(n, 2).copy()
+                for name in ("min_rtt", "count")}
+
+
+def nearest_other(const int64_t[:] conn, const int64_t[:] ts, const uint8_t[:] side,
+                  const int64_t[:] rtt):
+    """For samples sorted by (``conn``, ``ts``): the ``rtt`` of the nearest-in-time sample of the
+    other ``side`` of the same connection (the earlier one on a tie), -1 where there is none.
+    Two passes: the latest other-side sample before each sample, then the first one after."""
+    cdef Py_ssize_t n = conn.shape[0], i
+    out_arr = np.full(n, -1, dtype=np.int64)
+    gap_arr = np.zeros(n, dtype=np.int64)
+    cdef int64_t[:] out = out_arr
+    cdef int64_t[:] gap = gap_arr       # distance in time to the sample in ``out``
+    cdef int64_t last_t[2]
+    cdef int64_t last_rtt[2]
+    cdef int64_t c = -1
+    cdef uint8_t o
+    for i in range(n):
+        if conn[i] != c:
+            c = conn[i]
+            last_rtt[0] = last_rtt[1] = -1
+        o = 1 - side[i]
+        if last_rtt[o] >= 0:
+            out[i] = last_rtt[o]
+            gap[i] = ts[i] - last_t[o]
+        last_t[side[i]] = ts[i]
+        last_rtt[side[i]] = rtt[i]
+    c = -1
+    for i in range(n - 1, -1, -1):
+        if conn[i] != c:
+            c = conn[i]
+            last_rtt[0] = last_rtt[1] = -1
+        o = 1 - side[i]
+        if last_rtt[o] >= 0 and (out[i] < 0 or last_t[o] - ts[i] < gap[i]):
+            out[i] = last_rtt[o]
+        last_t[side[i]] = ts[i]
+        last_rtt[side[i]] = rtt[i]
+    return out_arr
