@@ -28,7 +28,7 @@ from traceflow.experiments.common import experiment as _exp
 from traceflow.values import merge
 
 NS = 1_000_000_000
-SUMMARY_KEYS = ("duration_s", "seed", "wall_s", "events", "throughput_bps", "link_utilization",
+SUMMARY_KEYS = ("duration_s", "seed", "events", "throughput_bps", "link_utilization",
                 "loss_rate", "goodput_bps", "timeouts", "retransmits", "mean_transfer_size")
 OFF = {"kind": "ssc", "mode": "off"}
 MEASURED_LINK, BACKGROUND_LINK = "g2->r1", "g2->r0"
