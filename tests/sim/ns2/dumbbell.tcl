@@ -11,15 +11,7 @@ array set P {
   start_spread 1.0 seed 1 xi0 1.0
   cwnd_file {} cwnd_dt 0.1 cwnd_flow 0
 }
-foreach arg $argv {
-  set kv [split $arg =]
-  set P([lindex $kv 0]) [lindex $kv 1]
-}
-
-set ns [new Simulator]
-ns-random $P(seed)
-set rng [new RNG]
-$rng seed $P(seed)
+source [file join [file dirname [info script]] prelude.tcl]
 
 Agent/TCP set packetSize_ $P(pkt)
 Agent/TCP set window_ $P(window)

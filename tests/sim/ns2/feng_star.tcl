@@ -12,15 +12,7 @@ array set P {
   red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1
 }
-foreach arg $argv {
-  set kv [split $arg =]
-  set P([lindex $kv 0]) [lindex $kv 1]
-}
-
-set ns [new Simulator]
-ns-random $P(seed)
-set rng [new RNG]
-$rng seed $P(seed)
+source [file join [file dirname [info script]] prelude.tcl]
 
 # ns-2 defaults of the paper's time where they differ from 2.35's
 Agent/TCP set packetSize_ $P(pkt)

@@ -13,15 +13,7 @@ array set P {
   rate 10Mb delay 5ms limit 50 pkt 1000 window 64 tick 0.1 rtxcur_init 6.0
   ssc 0 theta 4 A 4 period 2.0 levels 8 measured 1
 }
-foreach arg $argv {
-  set kv [split $arg =]
-  set P([lindex $kv 0]) [lindex $kv 1]
-}
-
-set ns [new Simulator]
-ns-random $P(seed)
-set rng [new RNG]
-$rng seed $P(seed)
+source [file join [file dirname [info script]] prelude.tcl]
 
 # ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml)
 Agent/TCP set packetSize_ $P(pkt)

@@ -46,9 +46,8 @@ def sweep(spec, quick, ex, label, axis, modes):
     cal_dur = setup.calibration_duration(spec, quick)
     if axis == "rtt":
         values = [float(v) for v in exp.get("rtts", [0.03, 0.1, 0.2, 0.3, 0.45])]
-        alpha = float(exp.get("alpha", 1.05))
-        cal = setup.calibrate(base, [(alpha, load)], seed=seeds[0], duration=cal_dur, ex=ex)
-        bg = {v: cal[(alpha, load)] for v in values}
+        cal, one = setup.one_background(spec, base, quick, ex)
+        bg = {v: one for v in values}
     else:
         values = [float(a) for a in exp.get("alphas", [1.05, 1.35, 1.65, 1.95])]
         by_alpha = setup.backgrounds(base, values, load, seed=seeds[0], duration=cal_dur, ex=ex)

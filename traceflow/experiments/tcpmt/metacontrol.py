@@ -19,13 +19,9 @@ NS = setup.NS
 
 def _single(spec, quick, ex):
     exp, base = _exp(spec), setup.scenario_base(spec)
-    alpha = float(exp.get("alpha", 1.05))
-    load = float(exp.get("background_bps", 5e6))
-    seed = setup.seeds(spec, base)[0]
-    cal = setup.calibrate(base, [(alpha, load)], seed=seed,
-                          duration=setup.calibration_duration(spec, quick), ex=ex)
-    common = dict(duration=setup.duration(spec, quick), seed=seed, background=cal[(alpha, load)],
-                  cc=exp.get("flavor", "rate"), rtt=exp.get("rtt"))
+    cal, bg = setup.one_background(spec, base, quick, ex)
+    common = dict(duration=setup.duration(spec, quick), seed=setup.seeds(spec, base)[0],
+                  background=bg, cc=exp.get("flavor", "rate"), rtt=exp.get("rtt"))
     return exp, base, cal, common
 
 

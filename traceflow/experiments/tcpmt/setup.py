@@ -330,6 +330,16 @@ def mean_xi(run):
     return float(np.mean(tr["xi"])) if tr is not None and tr["xi"].size else float("nan")
 
 
+def one_background(spec, base, quick, ex):
+    """The experiment's background (``alpha``, ``background_bps``) calibrated on its first seed:
+    ({(alpha, load): Background}, that Background)."""
+    exp = _exp(spec)
+    target = (float(exp.get("alpha", 1.05)), float(exp.get("background_bps", 5e6)))
+    cal = calibrate(base, [target], seed=seeds(spec, base)[0],
+                    duration=calibration_duration(spec, quick), ex=ex)
+    return cal, cal[target]
+
+
 def backgrounds(base, alphas, load, *, seed, duration, ex):
     """{alpha: Background} at one load: the first alpha by its idle time (the load's contention
     level), the others at that idle time by their location k (the paper's normalization across

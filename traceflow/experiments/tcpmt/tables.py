@@ -37,16 +37,13 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     windows = [float(w) for w in exp.get("quick_windows" if quick else "windows", [100, 500, 1000, 2000])]
     warm = {k: float(v) for k, v in exp.get("warmups", {"II": 300.0, "III": 30.0}).items()}
     prior_dur = float(exp.get("quick_prior_duration" if quick else "prior_duration", 2000.0))
-    alpha = float(exp.get("alpha", 1.05))
-    load = float(exp.get("background_bps", 5e6))
     flavor = exp.get("flavor", "reno")
     period = float(setup.hook(spec).get("period", 2.0))
     seeds = setup.seeds(spec, base)
     t0 = float(base["traffic"][setup.groups(base, "infinite")[0]].get("start", 0.0))
     length = t0 + max(warm.values(), default=0.0) + max(windows)
-    cal = setup.calibrate(base, [(alpha, load)], seed=seeds[0],
-                          duration=setup.calibration_duration(spec, quick), ex=ex)
-    common = dict(background=cal[(alpha, load)], cc=flavor, rtt=exp.get("rtt"))
+    cal, bg = setup.one_background(spec, base, quick, ex)
+    common = dict(background=bg, cc=flavor, rtt=exp.get("rtt"))
     # Case I's a-priori information: a long TCP-MT run on another sample path (seed + 1000)
     priors = setup.run_all([setup.variant(base, duration=prior_dur, seed=s + 1000, hook=setup.hook(spec),
                                           **common) for s in seeds], ex, "table2 priors")
@@ -129,13 +126,9 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     exp, base = _exp(spec), setup.scenario_base(spec)
     ex = setup.executor(executor, workers, scheduler)
     ns = [int(n) for n in exp.get("ns", range(2, 19, 2))]
-    alpha = float(exp.get("alpha", 1.05))
-    load = float(exp.get("background_bps", 5e6))
-    seed = setup.seeds(spec, base)[0]
-    cal = setup.calibrate(base, [(alpha, load)], seed=seed,
-                          duration=setup.calibration_duration(spec, quick), ex=ex)
-    common = dict(duration=setup.duration(spec, quick), seed=seed, background=cal[(alpha, load)],
-                  cc=exp.get("flavor", "reno"), rtt=exp.get("rtt"))
+    cal, bg = setup.one_background(spec, base, quick, ex)
+    common = dict(duration=setup.duration(spec, quick), seed=setup.seeds(spec, base)[0],
+                  background=bg, cc=exp.get("flavor", "reno"), rtt=exp.get("rtt"))
     cells = [(n, m) for n in ns for m in ("tcpmt", "tcp")]
     runs = setup.run_all([setup.variant(base, count=n, hook=setup.hook(spec) if m == "tcpmt" else setup.OFF,
                                         **common) for n, m in cells], ex, "table3")
