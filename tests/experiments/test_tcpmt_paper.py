@@ -100,7 +100,7 @@ def _params():
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("name, quantity", _params())
+@pytest.mark.parametrize("name, quantity", list(_params()))
 def test_claim(name, quantity):
     row = comparison(name)[quantity]
     assert row["agree"] is True, (row["paper"], row["ours"], row["note"])
