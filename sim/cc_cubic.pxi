@@ -112,7 +112,8 @@ cdef class Cubic(CongestionOps):
 
     cdef void _update(self, TcpSender s, int64_t cwnd, int64_t acked, int64_t now) noexcept:
         """bictcp_update: the ACKs per +1 segment (cnt) that follow the cubic curve."""
-        cdef int64_t jif = now // s.tick, hz = 1000000000 // s.tick, delta, target, max_cnt
+        cdef int64_t jif = (now + s.jiffy_phase) // s.tick, hz = 1000000000 // s.tick
+        cdef int64_t delta, target, max_cnt
         cdef uint64_t t, offs
         self.ack_cnt += acked
         if self.last_cwnd == cwnd and jif - self.last_time <= hz // 32:
@@ -156,7 +157,7 @@ cdef class Cubic(CongestionOps):
     cdef int on_rtt(self, TcpSender s, int64_t rtt, int64_t now) except -1:
         """cubictcp_acked: the minimum delay and HyStart (rtt: the newest ACKed segment's, ns)."""
         cdef int64_t delay = rtt // 1000
-        if self.epoch_on and now // s.tick - self.epoch_start < 1000000000 // s.tick:
+        if self.epoch_on and (now + s.jiffy_phase) // s.tick - self.epoch_start < 1000000000 // s.tick:
             return 0                  # discard delay samples right after a window reduction
         if delay <= 0:
             delay = 1

@@ -75,12 +75,11 @@ cdef class TcpClient(Component):
     # ---- segments out ----
     cdef int _send_syn(self, int64_t now) except -1:
         cdef Packet* p = self.sink._packet(F_SYN, now)
+        p.tcp_ack = 0
+        p.tsecr = 0
         if self.sink.linux_tcp:
             p.size = 40 + syn_options(self.sink.ts_opt, self.sink.sack)
             p.flags |= F_SACKOK if self.sink.sack else 0
-            p.tcp_seq = 0
-            p.tcp_ack = 0
-            p.tsecr = 0
         p.ts = now
         p.retx = self.syn_retx
         self.syn_ts = now
@@ -98,8 +97,7 @@ cdef class TcpClient(Component):
             p.size += p.payload
             p.ts = now
             p.ack = self.sink.rcv_nxt
-            if self.sink.linux_tcp:
-                p.tcp_seq = <uint32_t>(1 + k * self.sink.mss)
+            p.tcp_seq = <uint32_t>(1 + k * self.sink.mss)
             self.nxt += 1
             self.sink.emit(p, now)
         if not self.timer_on and self.una < self.req_segs:
@@ -117,7 +115,8 @@ cdef class TcpClient(Component):
             d = self.max_rto
         self.timer_on = True
         self.timer_gen += 1
-        self.sim.schedule(wheel_expiry(now, d, self.tick) if self.sink.linux_tcp else now + d, self,
+        self.sim.schedule(wheel_expiry(now, d, self.tick, self.sink.jiffy_phase)
+                          if self.sink.linux_tcp else now + d, self,
                           CLI_EV_TIMER, NULL, self.timer_gen)
 
     cdef int _timeout(self, int64_t now) except -1:

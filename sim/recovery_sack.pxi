@@ -311,7 +311,6 @@ cdef class SackRack(RecoveryOps):
         cdef bint new_recovery = self.ca_state < CA_RECOVERY
         cdef int64_t seg
         cdef uint8_t fl
-        cdef int64_t reo = 0
         # tcp_timeout_mark_lost: every unSACKed segment, save those RACK still waits for
         for seg in range(s.snd_una, s.snd_max):
             fl = self._f(seg)[0]
@@ -476,7 +475,7 @@ cdef class SackRack(RecoveryOps):
                 or self.ca_state != CA_OPEN:
             if not (flag & (FLAG_SND_UNA_ADVANCED | FLAG_DATA | FLAG_DSACKING_ACK)):
                 num_dupack = 1
-            rexmit = self._fastretrans_alert(s, prior_una, num_dupack, &flag, now)
+            rexmit = self._fastretrans_alert(s, num_dupack, &flag, now)
         if flag & FLAG_SET_XMIT_TIMER:
             if not self._schedule_probe(s, True, now):
                 self._rearm_rto(s, now, s.rto_armed and s.tmr_kind != TMR_RTO)
@@ -574,8 +573,8 @@ cdef class SackRack(RecoveryOps):
         return flag
 
     # ---- the state machine (tcp_fastretrans_alert) ----
-    cdef int _fastretrans_alert(self, TcpSender s, int64_t prior_una, int64_t num_dupack,
-                                int* flag, int64_t now) except -1:
+    cdef int _fastretrans_alert(self, TcpSender s, int64_t num_dupack, int* flag,
+                                int64_t now) except -1:
         cdef int rexmit = REXMIT_NONE
         cdef bint fast_rexmit = False
         cdef bint do_lost = num_dupack > 0 or (flag[0] & FLAG_DATA_SACKED and self._force_fast_retransmit(s))

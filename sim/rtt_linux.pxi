@@ -59,15 +59,16 @@ cdef inline int64_t lrtt_rto(LinuxRtt* e, int64_t tick, int64_t max_rto) noexcep
     return r if r < max_rto else max_rto
 
 
-cdef int64_t wheel_expiry(int64_t now, int64_t delay, int64_t tick) noexcept:
+cdef int64_t wheel_expiry(int64_t now, int64_t delay, int64_t tick, int64_t phase) noexcept:
     """When a kernel timer armed at ``now`` for ``delay`` ns (whole jiffies) fires: the timer
     wheel counts from the current jiffy and rounds the expiry up to its level's granularity
     (8^level jiffies; level from the distance: < 63, < 504, < 4032 ... jiffies), so it never
-    fires early (kernel/time/timer.c calc_index)."""
-    cdef int64_t clk = now // tick
+    fires early (kernel/time/timer.c calc_index). ``phase`` (ns, in [0, tick)): where the host's
+    jiffies begin relative to simulated time."""
+    cdef int64_t clk = (now + phase) // tick
     cdef int64_t d = (delay + tick - 1) // tick
     cdef int64_t gran = 1, start = 63
     while d >= start and gran < 16777216:
         gran *= 8
         start *= 8
-    return ((clk + d) // gran + 1) * gran * tick
+    return ((clk + d) // gran + 1) * gran * tick - phase

@@ -39,6 +39,7 @@ cdef class TcpSink(Agent):
     cdef public bint linux_ack             # Linux delayed-ACK policy
     cdef public bint sack, dsack, ts_opt
     cdef public int64_t tick, rto_bound    # linux: jiffy (ns); ato never exceeds rto_bound
+    cdef public int64_t jiffy_phase        # linux: where the host's jiffies begin, ns
     cdef public App app
     cdef public TcpClient client           # request mode: this end opens and closes
     cdef Node node_obj
@@ -175,16 +176,19 @@ cdef class TcpSink(Agent):
         p.flags = flags
         p.t_created = now
         p.seq = -1
-        if self.linux_tcp:
+        if self.linux_tcp or self.client is not None:
+            # own TCP fields (F_XOPT): option-exact headers under linux, else ``hdr`` bytes
             p.flags |= F_XOPT | (F_TSOPT if self.ts_opt else 0)
-            p.size = 40 + 12 * self.ts_opt
             p.tsecr = self.echo_ts
             p.tcp_ack = self._seq_of(self.rcv_nxt)
             p.tcp_seq = self.client.seq_field(flags) if self.client is not None else 1
+            if self.linux_tcp:
+                p.size = 40 + 12 * self.ts_opt
             if flags & F_SYN:
-                p.size = 40 + syn_options(self.ts_opt, self.sack)
-                p.flags |= F_SACKOK if self.sack else 0
                 p.tcp_seq = 0
+                if self.linux_tcp:
+                    p.size = 40 + syn_options(self.ts_opt, self.sack)
+                    p.flags |= F_SACKOK if self.sack else 0
             if self.client is not None:
                 p.flags |= F_CLIREV
         return p
@@ -465,7 +469,8 @@ cdef class TcpSink(Agent):
             self._incr_quickack()
             self.ato = ato_min
         else:
-            m = (now // self.tick - self.lrcvtime // self.tick) * self.tick
+            m = ((now + self.jiffy_phase) // self.tick
+                 - (self.lrcvtime + self.jiffy_phase) // self.tick) * self.tick
             if m <= ato_min // 2:
                 self.ato = self.ato // 2 + ato_min // 2
             elif m < self.ato:
@@ -525,9 +530,9 @@ cdef class TcpSink(Agent):
                 ato = max_ato
         if ato > TCP_DELACK_MAX:
             ato = TCP_DELACK_MAX
-        deadline = wheel_expiry(now, ato, self.tick)
+        deadline = wheel_expiry(now, ato, self.tick, self.jiffy_phase)
         if self.dack_t > 0:
-            if self.dack_t <= (now // self.tick) * self.tick + (ato >> 2):
+            if self.dack_t <= now + (ato >> 2):
                 self._send_ack(now, F_ACK)
                 return 0
             if deadline > self.dack_t:

@@ -99,6 +99,7 @@ cdef class TcpSender(Agent):
     cdef public bint linux_tcp                   # Linux: option headers, RTT estimator, jiffies
     cdef public bint ts_opt, sack_ok            # timestamps option, SACK negotiated
     cdef public int64_t response_delay, close_delay   # request mode: server think times, ns
+    cdef public int64_t jiffy_phase             # linux: where the host's jiffies begin, ns
     cdef public CongestionOps cc
     cdef public RecoveryOps rec
     cdef public SenderHook hook
@@ -304,7 +305,7 @@ cdef class TcpSender(Agent):
         p.t_created = now
         p.ts = now
         p.ack = self.req_rcv + self.peer_fin     # request mode: request segments (+ FIN) acked
-        if self.linux_tcp:
+        if self._own_header():
             p.tsecr = self.ts_recent
             p.tcp_ack = self._ack_field()
             if self.reqmode:
@@ -312,6 +313,11 @@ cdef class TcpSender(Agent):
         else:
             p.ack_bytes = self.ts_recent      # for the pcap's TSecr (data segments carry no ack_bytes)
         return p
+
+    cdef inline bint _own_header(self) noexcept:
+        """Packets carry their own TCP fields for the pcap (F_XOPT): the linux profile, and
+        request mode (whose client is the receiving end, which the classic layout cannot say)."""
+        return self.linux_tcp or self.reqmode
 
     cdef inline int32_t _hdr_bytes(self) noexcept:
         """IP + TCP header bytes of a segment without SACK blocks."""
@@ -356,8 +362,7 @@ cdef class TcpSender(Agent):
                 p.flags |= F_SACKOK if self.sack_ok else 0
         else:
             p.tcp_seq = self._seq_of(self.snd_max)
-        if self.linux_tcp:
-            p.flags |= F_XOPT | (F_TSOPT if self.ts_opt else 0)
+        p.flags |= F_XOPT | (F_TSOPT if self.ts_opt else 0)
         self._inject(p, now)
 
     cdef int _send_seg(self, int64_t seg, int64_t now) except -1:
@@ -372,7 +377,7 @@ cdef class TcpSender(Agent):
             p.flags |= F_FIN if self.fin_bare else F_FIN | F_PSH
         elif self.reqmode and seg == self.n_seg - 1:
             p.flags |= F_PSH
-        if self.linux_tcp:
+        if self._own_header():
             p.flags |= F_XOPT | (F_TSOPT if self.ts_opt else 0)
             p.tcp_seq = self._seq_of(seg)
         p.retx = retx
@@ -445,7 +450,7 @@ cdef class TcpSender(Agent):
 
     cdef inline int _ktimer(self, int64_t delay, int kind, int64_t now) except -1:
         """Arm the timer as the kernel's timer wheel would (linux): ``delay`` ns from now."""
-        return self._timer_set(wheel_expiry(now, delay, self.tick), kind)
+        return self._timer_set(wheel_expiry(now, delay, self.tick, self.jiffy_phase), kind)
 
     cdef inline void _timer_stop(self) noexcept:
         self.rto_armed = False

@@ -95,10 +95,11 @@ def test_unshaped_reverse_path_runs_at_line_rate(tmp_path):
     assert rev["busy_s"] == pytest.approx(rev["departure_bytes"] * 8 / 1e9, rel=1e-6)
 
 
-def test_request_column_opens_from_the_client(tmp_path):
+@pytest.mark.parametrize("profile", ["linux", "ns2"])
+def test_request_column_opens_from_the_client(tmp_path, profile):
     sc = {"simulation": {"duration": 2.0, "mss": 988},
           "topology": {"kind": "dumbbell", "bottleneck": {"rate": 10e6, "pcap": True}},
-          "tcp": {"profile": "linux", "cc": "reno"},
+          "tcp": {"profile": profile, "cc": "reno"},
           "traffic": [{"kind": "trace", "src": "l0", "dst": "r0"}]}
     for request, first_syn_fwd in ((None, True), (300, False), (0, False)):
         cols = {"start": [0], "size": [3000]}

@@ -59,19 +59,25 @@ def test_single_flow_matches_linux(tmp_path, cc):
     _compare_single(json.loads((DATA / f"testbed_single_{cc}.json").read_text()), tmp_path)
 
 
-def _compare_shared(real, tmp_path):
-    _, rows = simulate(real, tmp_path)
-    assert len(rows) == len(real["transfers"])
+def _compare_shared(real, tmp_path, quartiles=0.15, timeouts=0.20):
+    # four flows competing: which segments a full queue drops, and so whether a flow's tail is
+    # repaired by RACK / TLP or waits for an RTO, hangs on microseconds (the hosts' timer phases
+    # among them), so the comparison is of three simulated runs (three seeds) on average
+    runs = [simulate(real, tmp_path / str(seed), seed)[1] for seed in (1, 2, 3)]
     rc = np.array([r["completion"] for r in real["transfers"]])
-    sc = np.array([r["completion"] for r in rows])
-    # four flows competing: the distribution of completion times (quartiles within 15 %),
-    # retransmissions and timeouts in total (within 10 % and 20 %)
+    for rows in runs:
+        assert len(rows) == len(real["transfers"])
+    # the distribution of completion times (quartiles within 15 %), retransmissions and timeouts
+    # in total (within 10 % and 20 %)
     for q in (25, 50, 75):
-        assert abs(np.percentile(sc, q) / np.percentile(rc, q) - 1) < 0.15
-    tr, ts = (sum(r["retransmits"] for r in x) for x in (real["transfers"], rows))
+        sq = np.mean([np.percentile([r["completion"] for r in rows], q) for rows in runs])
+        assert abs(sq / np.percentile(rc, q) - 1) < quartiles
+    tr = sum(r["retransmits"] for r in real["transfers"])
+    ts = np.mean([sum(r["retransmits"] for r in rows) for rows in runs])
     assert abs(ts / tr - 1) < 0.10
-    to_r, to_s = (sum(r["rtos"] for r in x) for x in (real["transfers"], rows))
-    assert to_r > 10 and abs(to_s / to_r - 1) < 0.20
+    to_r = sum(r["rtos"] for r in real["transfers"])
+    to_s = np.mean([sum(r["rtos"] for r in rows) for rows in runs])
+    assert to_r > 10 and abs(to_s / to_r - 1) < timeouts
 
 
 def test_four_flows_match_linux(tmp_path):
@@ -100,4 +106,6 @@ def test_single_flow_matches_a_fresh_linux_run(tmp_path, cc):
 def test_four_flows_match_a_fresh_linux_run(tmp_path):
     real = _testbed(tmp_path / "run", clients=4, k=50000, cap=50000, mean=50000, alpha=1.35,
                     idle=0.3, duration=60, cc="reno", seed=12)
-    _compare_shared(real, tmp_path / "sim")
+    # a fresh real run varies from run to run as well: two runs of these parameters measured
+    # medians of 0.655 and 0.559 s, third quartiles of 1.01 and 0.79 s, 128 and 105 timeouts
+    _compare_shared(real, tmp_path / "sim", quartiles=0.3, timeouts=0.3)

@@ -120,10 +120,11 @@ def derive(run_dir):
             "delays": delays, "transfers": rows}
 
 
-def simulate(summary, pcap_dir):
+def simulate(summary, pcap_dir, seed=1):
     """The summary's transfers replayed by the simulator's linux profile on the testbed's
     topology: server l0 -> g1 -> (HTB: rate, 1600-byte burst, 14 bytes of Ethernet counted;
-    byte-limited DropTail) -> g2 -> client r0, reverse path unshaped, veth-like access links."""
+    byte-limited DropTail) -> g2 -> client r0, reverse path unshaped, veth-like access links.
+    ``seed`` sets where each host's jiffies begin (its timers' phase)."""
     import polars as pl
 
     import traceflow.sim as sim
@@ -134,7 +135,7 @@ def simulate(summary, pcap_dir):
     table = pl.DataFrame({"start": [int(r["start"] * 1e9) for r in rows],
                           "size": [r["size"] for r in rows],
                           "request": [r["request"] for r in rows]})
-    sc = {"simulation": {"duration": rows[-1]["start"] + 30.0, "seed": 1, "mss": p["mtu"] - 52},
+    sc = {"simulation": {"duration": rows[-1]["start"] + 30.0, "seed": seed, "mss": p["mtu"] - 52},
           "topology": {"kind": "dumbbell", "left": 1, "right": 1,
                        "bottleneck": {"rate": rate, "delay": 5e-6, "rate_rev": "line",
                                       "burst": 1600, "overhead": 14,

@@ -50,13 +50,14 @@ def _namespaces():
 def test_ctrl_c_removes_namespaces_processes_and_output(tmp_path):
     require_testbed()
     before = _namespaces()
-    proc = subprocess.Popen([sys.executable, "-m", "traceflow.cli.main", "testbed",
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "traceflow.cli.main", "testbed",
                              str(tmp_path / "out"), "--rtt", "10ms,60ms", "--clients", "4",
                              "--duration", "60s"], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     # the command runs in a child of the `traceflow` guard process (cli/guard.py)
-    while time.time() < deadline and not _children(proc.pid):
+    while time.time() < deadline and not _children(proc.pid) and proc.poll() is None:
         time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()[1]
     command = int(_children(proc.pid)[0])
     while time.time() < deadline and not _children(command, "traceflow.testbed.client"):
         time.sleep(0.2)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from importlib.resources import files
 from pathlib import Path
 
 import polars as pl
@@ -30,7 +31,8 @@ CRITERIA = {
               "hurst_wavelet": 0.05},
     "model": {"utilization": 0.35, "loss_rate": 0.35, "fct": 0.35},
 }
-SCENARIO = Path(__file__).resolve().parents[2] / "replays" / "replay_testbed.toml"
+#: the installed ``traceflow.replays`` package (a checkout's replays/ is not there when installed)
+SCENARIO = Path(str(files("traceflow.replays").joinpath("replay_testbed.toml")))
 _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
 
 

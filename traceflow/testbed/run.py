@@ -60,8 +60,10 @@ class _Child:
         # stderr to a file, not a pipe: a pipe nobody reads during a long run could fill and
         # block the child
         self.errfile = tempfile.TemporaryFile(mode="w+")
+        # -P: the working directory must not shadow the installed package (a source checkout's
+        # traceflow/ has no built extensions)
         self.proc = topology.spawn(
-            role, [sys.executable, "-m", f"traceflow.testbed.{module}", *args],
+            role, [sys.executable, "-P", "-m", f"traceflow.testbed.{module}", *args],
             stdin=subprocess.PIPE if how == "stdin" else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=self.errfile, text=True)
 
