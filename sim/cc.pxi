@@ -3,6 +3,7 @@
 #   on_ack(s, newly_acked, now)    new cumulative ACK outside fast recovery: grow the window
 #   on_rtt(s, rtt_ns, now)         each valid (Karn) RTT sample
 #   ssthresh_on_loss(s) -> double  new ssthresh on fast retransmit or timeout
+#   cwnd_on_fast_loss(s) -> double cwnd for classic fast recovery, before the dupack inflation
 #   on_loss(s, timeout, now)       after the loss response was applied (timeout: Linux's
 #                                  set_state(TCP_CA_Loss))
 #   undo_cwnd(s) -> double         cwnd after a reduction proved spurious (Linux undo)
@@ -45,6 +46,13 @@ cdef class CongestionOps:
         w = floor(w / 2.0)
         return w if w > 2.0 else 2.0
 
+    cdef double cwnd_on_fast_loss(self, TcpSender s) except? -1:
+        """The window classic fast recovery cuts to (segments; the dupack inflation comes on top)
+        and leaves in force when it ends. ns-2's slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)
+        with precisionReduce_ (default true since 2006): cwnd_ = min(cwnd, rwnd) / 2 unrounded,
+        while ssthresh_ is its integer part."""
+        return (s.cwnd if s.cwnd < s.rwnd else <double>s.rwnd) / 2.0
+
     cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         pass
 
@@ -56,10 +64,9 @@ cdef class CongestionOps:
 
     cdef double window_in_force(self, TcpSender s):
         """Segments the sender may have in flight, without the fast-recovery inflation by
-        duplicate ACKs: ssthresh from the fast retransmit (third duplicate ACK) to the end of
-        Reno/NewReno recovery, else cwnd; at most rwnd."""
-        cdef bint cut = s.in_recovery or s.dupacks >= 3
-        cdef double w = s.ssthresh if cut and s.ssthresh < s.cwnd else s.cwnd
+        duplicate ACKs: the cut window (``cwnd_on_fast_loss``) from the fast retransmit to the end
+        of Reno/NewReno recovery, else cwnd; at most rwnd."""
+        cdef double w = s.recovery_cwnd if s.in_recovery and s.recovery_cwnd < s.cwnd else s.cwnd
         return w if w < s.rwnd else <double>s.rwnd
 
     cdef double undo_cwnd(self, TcpSender s) except? -1:

@@ -121,6 +121,8 @@ cdef class TcpSender(Agent):
     cdef public double cwnd, ssthresh
     cdef readonly int64_t dupacks, recover
     cdef readonly bint in_recovery
+    cdef readonly double recovery_cwnd          # classic fast recovery: the cut window under the
+                                                # dupack inflation (ns-2's cwnd_ beside dupwnd_)
     cdef bint partial_acked                     # a partial ACK has arrived in this recovery
     cdef readonly double srtt, rttvar          # ns
     cdef readonly bint have_rtt
@@ -204,6 +206,7 @@ cdef class TcpSender(Agent):
         self.dupacks = 0
         self.recover = -1
         self.in_recovery = False
+        self.recovery_cwnd = 0
         self.have_rtt = False
         self.ns2_srtt = 0
         self.srtt = 0
