@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from traceflow.experiments import tcpmt
-from traceflow.experiments.tcpmt import claims, setup
+from traceflow.experiments.tcpmt import batch, calibration, claims, setup
 
 sim = pytest.importorskip("traceflow.sim")
 
@@ -96,11 +96,11 @@ def test_background_is_one_sample_path_for_any_run_length():
 
 def test_calibration_hits_the_target_load():
     base = setup.scenario_base(spec_of("fig6"))
-    cal = setup.calibrate(base, [(1.05, 3e6)], seed=1, duration=200.0, ex=setup.executor(workers=1))
+    cal = calibration.calibrate(base, [(1.05, 3e6)], seed=1, duration=200.0, ex=batch.executor(workers=1))
     got = cal[(1.05, 3e6)]
     assert got.converged and abs(got.bps / 3e6 - 1) <= 0.03
     sc = setup.variant(base, duration=200.0, seed=1, background=got, measured=False)
-    assert setup.simulate(sc)["summary"]["background_bps"] == pytest.approx(got.bps)
+    assert batch.simulate(sc)["summary"]["background_bps"] == pytest.approx(got.bps)
 
 
 @pytest.mark.parametrize("y, expected", [

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from traceflow.experiments.tcpmt import setup
+from traceflow.experiments.tcpmt import batch, calibration, measures, setup
 
 TCL = Path(__file__).with_name("ns2") / "tcpmt.tcl"
 REPLAYS = Path(__file__).resolve().parents[2] / "replays"
@@ -42,9 +42,9 @@ def base():
 
 
 def ours(duration, seed, bg, hook=setup.OFF):
-    r = setup.simulate(setup.variant(base(), duration=duration, seed=seed, background=bg, cc="reno",
+    r = batch.simulate(setup.variant(base(), duration=duration, seed=seed, background=bg, cc="reno",
                                      hook=hook))
-    return {"throughput_bps": setup.reliable(r), "background_bps": r["summary"]["background_bps"],
+    return {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
             "link_utilization": r["summary"]["link_utilization"]}
 
 
@@ -61,8 +61,8 @@ def test_reno_operating_point_matches_ns2():
 def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
     """Fig. 6(a)'s set-up in both simulators: timeouts grow with the threshold theta (1.5x or more
     from theta = 1 to 8), and no threshold buys more than 5 % over applying none (theta = 1)."""
-    cal = setup.calibrate(base(), [(1.05, 5e6)], seed=1, duration=10000.0,
-                          ex=setup.executor(workers=2))[(1.05, 5e6)]
+    cal = calibration.calibrate(base(), [(1.05, 5e6)], seed=1, duration=10000.0,
+                          ex=batch.executor(workers=2))[(1.05, 5e6)]
     thetas = (1, 4, 8)
     ref = [ns2(duration=10000, seed=1, bg_k=cal.k, bg_idle=cal.idle, bg_alpha=cal.alpha, ssc=1,
                theta=th, A=4) for th in thetas]
@@ -70,9 +70,9 @@ def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
                                    "period": 2.0, "levels": 8}}}
     got = []
     for th in thetas:
-        r = setup.simulate(setup.variant(base(), duration=10000.0, seed=1, background=cal, cc="reno",
+        r = batch.simulate(setup.variant(base(), duration=10000.0, seed=1, background=cal, cc="reno",
                                          hook=setup.hook(spec, theta=float(th), couple="ca")))
-        got.append({"throughput_bps": setup.reliable(r), "timeouts": r["measured"][0]["timeouts"]})
+        got.append({"throughput_bps": measures.reliable(r), "timeouts": r["measured"][0]["timeouts"]})
     for runs in (ref, got):
         assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
         tp = [r["throughput_bps"] for r in runs]

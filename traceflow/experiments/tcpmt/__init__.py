@@ -3,10 +3,12 @@
 Each runner takes a parsed ``replays/tcpmt_*.toml`` (``spec``): an ``[experiment]`` table (title,
 reproduces, runner, the paper's numbers and claims, ``duration`` / ``quick_duration``, the
 calibration length and the experiment's own parameters) naming the base scenario
-``tcpmt_base.toml`` (sec. 5.1, every setting derived there). Modules: :mod:`.setup` (scenarios,
-background calibration, runs), :mod:`.claims` (the paper's sentences as shape / order / ratio
-tests), :mod:`.levels` (Fig. 1), :mod:`.threshold` (Figs. 6, 7), :mod:`.gain` (Figs. 8-10),
-:mod:`.metacontrol` (Figs. 11, 12), :mod:`.tables` (Tables II, III).
+``tcpmt_base.toml`` (sec. 5.1, every setting derived there). Modules: :mod:`.setup` (the base
+scenario and its variants), :mod:`.calibration` (the background's load), :mod:`.batch` (runs and
+their records), :mod:`.measures` (reliable throughput, per-run columns), :mod:`.claims` (the
+paper's sentences as shape / order / ratio tests), :mod:`.output` (figures, result record); one
+module per group of figures: :mod:`.levels` (Fig. 1), :mod:`.threshold` (Figs. 6, 7),
+:mod:`.gain` (Figs. 8-10), :mod:`.metacontrol` (Figs. 11, 12), :mod:`.tables` (Tables II, III).
 
 Common method: reliable throughput Lambda of a measured connection = unique payload delivered in
 order over the run; gain nu = Lambda_TCP-MT / Lambda_TCP - 1 on the same background sample path

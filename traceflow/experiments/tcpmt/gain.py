@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from traceflow.experiments.common import experiment as _exp, row, save_table
-from traceflow.experiments.tcpmt import claims, setup
+from traceflow.experiments.tcpmt import batch, calibration, claims, measures, output, setup
 
 GAIN_NOISE = 0.02   # gain steps below 2 percentage points count as flat (run-to-run noise)
 TRACK_NOISE = 0.02  # correlation steps below 0.02 count as flat
@@ -23,7 +23,7 @@ TRACK_NOISE = 0.02  # correlation steps below 0.02 count as flat
 
 def _control(scenarios, runs, ex, label):
     """Plain TCP at each TCP-MT run's time-average slope (scenarios: the plain-TCP ones)."""
-    xis = [setup.mean_xi(r) for r in runs]
+    xis = [measures.mean_xi(r) for r in runs]
     ctl = []
     for sc, x in zip(scenarios, xis):
         c = copy.deepcopy(sc)
@@ -31,26 +31,26 @@ def _control(scenarios, runs, ex, label):
             if g.get("kind") == "infinite":
                 g["tcp"]["xi"] = x
         ctl.append(c)
-    return setup.run_all(ctl, ex, label), xis
+    return batch.run_all(ctl, ex, label), xis
 
 
 def sweep(spec, quick, ex, label, axis, modes):
     """Runs over flavors x ``axis`` values ("rtt" or "alpha") x seeds x modes; a per-run frame and
     the per-(flavor, value, mode) sums and mean tracking."""
     exp, base = _exp(spec), setup.scenario_base(spec)
-    dur = setup.duration(spec, quick)
+    dur = batch.duration(spec, quick)
     flavors = list(exp.get("flavors", ["reno", "vegas", "rate"]))
     load = float(exp.get("background_bps", 5e6))
     period = float(setup.hook(spec).get("period", 2.0))
-    seeds = setup.seeds(spec, base)
-    cal_dur = setup.calibration_duration(spec, quick)
+    seeds = batch.seeds(spec, base)
+    cal_dur = calibration.calibration_duration(spec, quick)
     if axis == "rtt":
         values = [float(v) for v in exp.get("rtts", [0.03, 0.1, 0.2, 0.3, 0.45])]
-        cal, one = setup.one_background(spec, base, quick, ex)
+        cal, one = calibration.one_background(spec, base, quick, ex)
         bg = {v: one for v in values}
     else:
         values = [float(a) for a in exp.get("alphas", [1.05, 1.35, 1.65, 1.95])]
-        by_alpha = setup.backgrounds(base, values, load, seed=seeds[0], duration=cal_dur, ex=ex)
+        by_alpha = calibration.backgrounds(base, values, load, seed=seeds[0], duration=cal_dur, ex=ex)
         cal = {(a, load): b for a, b in by_alpha.items()}
         bg = by_alpha
     hooks = {"tcp": setup.OFF, "tcpmt": setup.hook(spec), "ca": setup.hook(spec, couple="ca")}
@@ -63,8 +63,8 @@ def sweep(spec, quick, ex, label, axis, modes):
                     scenarios.append(setup.variant(
                         base, duration=dur, seed=seed, background=bg[v], cc=fl, hook=hooks[mode],
                         rtt=v if axis == "rtt" else exp.get("rtt")))
-    runs = setup.run_all(scenarios, ex, label)
-    xis = [setup.mean_xi(r) if c[3] != "tcp" else float("nan") for c, r in zip(cells, runs)]
+    runs = batch.run_all(scenarios, ex, label)
+    xis = [measures.mean_xi(r) if c[3] != "tcp" else float("nan") for c, r in zip(cells, runs)]
     if "constxi" in modes:
         pairs = [(i, j) for i, c in enumerate(cells) if c[3] == "tcp"
                  for j, d in enumerate(cells) if d[:3] == c[:3] and d[3] == "tcpmt"]
@@ -73,10 +73,10 @@ def sweep(spec, quick, ex, label, axis, modes):
         cells += [(*cells[i][:3], "constxi") for i, _ in pairs]
         runs += ctl
         xis += ctl_xi
-    rows = [{"flavor": fl, axis: v, "seed": seed, "mode": mode, "throughput_bps": setup.reliable(r),
+    rows = [{"flavor": fl, axis: v, "seed": seed, "mode": mode, "throughput_bps": measures.reliable(r),
              "mean_xi": x, "tracking": claims.tracking(r["series"], period, setup.MEASURED_LINK,
                                                        setup.BACKGROUND_LINK),
-             **setup.per_run(r)}
+             **measures.per_run(r)}
             for (fl, v, seed, mode), r, x in zip(cells, runs, xis)]
     df = pl.DataFrame(rows)
     agg = (df.group_by("flavor", axis, "mode").agg(pl.col("throughput_bps").sum(), pl.col("tracking").mean())
@@ -89,7 +89,7 @@ def sweep(spec, quick, ex, label, axis, modes):
     if "constxi" in modes:
         agg = agg.with_columns((pl.col("throughput_bps_tcpmt") / pl.col("throughput_bps_constxi") - 1)
                                .alias("gain_vs_constxi"))
-    info = (f"{dur:g} s per run, {len(seeds)} seed(s); background: {setup.describe(cal)}; link "
+    info = (f"{dur:g} s per run, {len(seeds)} seed(s); background: {calibration.describe(cal)}; link "
             f"utilization per run {df['link_utilization'].min():.2f}-{df['link_utilization'].max():.2f}")
     return df, agg, flavors, values, info, cal
 
@@ -119,12 +119,12 @@ def _ablation_rows(agg, flavors, axis):
 
 def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 9: performance gain of TCP-MT over its flavor vs RTT (Reno, Vegas, Rate)."""
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     df, agg, flavors, rtts, info, cal = sweep(spec, quick, ex, "fig9", "rtt",
                                              _exp(spec).get("modes", ["tcp", "tcpmt", "ca", "constxi"]))
     paper = _exp(spec).get("paper", {})
     comp = []
-    fig, axes = setup.figure(figsize=(5.5, 3.8))
+    fig, axes = output.figure(figsize=(5.5, 3.8))
     ax = axes[0][0]
     for fl in flavors:
         x, g = _col(agg, fl, "rtt"), _col(agg, fl, "gain_tcpmt")
@@ -155,16 +155,16 @@ def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
     ax.legend(fontsize=6)
     tables = {"runs": save_table(df, out_dir, "fig9_runs.parquet"),
               "gain": save_table(agg, out_dir, "fig9_gain.parquet"),
-              "background": save_table(setup.calibration_table(cal), out_dir, "fig9_background.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, "fig9_gain_rtt.png")], tables, comp,
+              "background": save_table(calibration.calibration_table(cal), out_dir, "fig9_background.parquet")}
+    return output.result(spec, [output.save(fig, out_dir, "fig9_gain_rtt.png")], tables, comp,
                         f"Gain vs RTT; {info}. Dashed: CA-only coupling.")
 
 
 def fig8(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 8: tracking ability (correlation with the background) vs RTT, without and with SSC."""
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     df, agg, flavors, rtts, info, cal = sweep(spec, quick, ex, "fig8", "rtt", ["tcp", "tcpmt"])
-    fig, axes = setup.figure(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = output.figure(1, 2, figsize=(10, 3.8), sharey=True)
     comp, means = [], {}
     for k, (mode, title) in enumerate((("tcp", "(a) TCP"), ("tcpmt", "(b) TCP-MT (SSC)"))):
         for fl in flavors:
@@ -187,18 +187,18 @@ def fig8(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
                                      "PT:259 'TCP Rate exhibits the best tracking ability followed by Vegas and Reno'"))
     tables = {"runs": save_table(df, out_dir, "fig8_runs.parquet"),
               "tracking": save_table(agg, out_dir, "fig8_tracking.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, "fig8_tracking.png")], tables, comp,
+    return output.result(spec, [output.save(fig, out_dir, "fig8_tracking.png")], tables, comp,
                         f"Tracking = correlation of the measured connection's and the background's "
                         f"bytes per 2 s block at the bottleneck egress; {info}.")
 
 
 def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 10: performance gain for alpha = 1.05 ... 1.95 background (same normalized load)."""
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     df, agg, flavors, alphas, info, cal = sweep(spec, quick, ex, "fig10", "alpha",
                                                 _exp(spec).get("modes", ["tcp", "tcpmt", "ca", "constxi"]))
     ratio_paper = _exp(spec).get("paper", {}).get("ratio_105_to_195", 2.0)
-    fig, axes = setup.figure(figsize=(5.5, 3.8))
+    fig, axes = output.figure(figsize=(5.5, 3.8))
     ax = axes[0][0]
     comp = []
     for fl in flavors:
@@ -224,6 +224,6 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     ax.legend(fontsize=6)
     tables = {"runs": save_table(df, out_dir, "fig10_runs.parquet"),
               "gain": save_table(agg, out_dir, "fig10_gain.parquet"),
-              "background": save_table(setup.calibration_table(cal), out_dir, "fig10_background.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, "fig10_gain_alpha.png")], tables, comp,
+              "background": save_table(calibration.calibration_table(cal), out_dir, "fig10_background.parquet")}
+    return output.result(spec, [output.save(fig, out_dir, "fig10_gain_alpha.png")], tables, comp,
                         f"Gain vs alpha at the base RTT; {info}. Dashed: CA-only coupling.")

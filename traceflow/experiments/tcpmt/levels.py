@@ -11,14 +11,14 @@ import numpy as np
 import polars as pl
 
 from traceflow.experiments.common import experiment as _exp, row, save_table
-from traceflow.experiments.tcpmt import setup
+from traceflow.experiments.tcpmt import batch, calibration, output, setup
 
 
 def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Pr{L2 | L1} of the background alone at the bottleneck, two alphas, two time scales."""
     from traceflow.stats.levels import analyze_levels
 
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     exp, base = _exp(spec), setup.scenario_base(spec)
     alphas = [float(a) for a in exp.get("alphas", [1.05, 1.95])]
     scales = [int(s) for s in exp.get("scales", [1, 5])]
@@ -26,13 +26,13 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
     h = int(exp.get("levels", 8))
     method = exp.get("map", "quantile")
     link = exp.get("link", "g1->g2")
-    seed = setup.seeds(spec, base)[0]
-    bgs = setup.backgrounds(base, alphas, load, seed=seed,
-                            duration=setup.calibration_duration(spec, quick), ex=ex)
-    runs = setup.run_all([setup.variant(base, duration=setup.duration(spec, quick), seed=seed,
+    seed = batch.seeds(spec, base)[0]
+    bgs = calibration.backgrounds(base, alphas, load, seed=seed,
+                            duration=calibration.calibration_duration(spec, quick), ex=ex)
+    runs = batch.run_all([setup.variant(base, duration=batch.duration(spec, quick), seed=seed,
                                         background=bgs[a], measured=False) for a in alphas], ex, "fig1")
     probs, summ, res = [], [], {}
-    fig, axes = setup.figure(len(alphas), len(scales), figsize=(4.2 * len(scales), 3.6 * len(alphas)))
+    fig, axes = output.figure(len(alphas), len(scales), figsize=(4.2 * len(scales), 3.6 * len(alphas)))
     for i, (a, run) in enumerate(zip(alphas, runs)):
         per_s = run["series"][link].astype(float)
         for j, T in enumerate(scales):
@@ -69,8 +69,8 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
                         f"agree = smaller than for alpha={lo_a} ({a['tv_distance']:.3f})"))
     tables = {"condprob": save_table(pl.DataFrame(probs), out_dir, "fig1_condprob.parquet"),
               "predictability": save_table(pl.DataFrame(summ), out_dir, "fig1_predictability.parquet")}
-    text = (f"Background only ({setup.describe({(a, load): bgs[a] for a in alphas})}), bottleneck bytes "
+    text = (f"Background only ({calibration.describe({(a, load): bgs[a] for a in alphas})}), bottleneck bytes "
             f"per block, {method} map onto h={h} levels. " + "; ".join(
                 f"alpha={s['alpha']} T={s['scale_s']}s: MI={s['mutual_information']:.3f} bit, "
                 f"R2={s['r2']:.2f}" for s in summ))
-    return setup.result(spec, [setup.save(fig, out_dir, "fig1_condprob.png")], tables, comp, text)
+    return output.result(spec, [output.save(fig, out_dir, "fig1_condprob.png")], tables, comp, text)

@@ -12,30 +12,30 @@ import numpy as np
 import polars as pl
 
 from traceflow.experiments.common import experiment as _exp, row, save_table
-from traceflow.experiments.tcpmt import claims, setup
+from traceflow.experiments.tcpmt import batch, calibration, claims, measures, output, setup
 
-NS = setup.NS
+NS = batch.NS
 
 
 def _single(spec, quick, ex):
     exp, base = _exp(spec), setup.scenario_base(spec)
-    cal, bg = setup.one_background(spec, base, quick, ex)
-    common = dict(duration=setup.duration(spec, quick), seed=setup.seeds(spec, base)[0],
+    cal, bg = calibration.one_background(spec, base, quick, ex)
+    common = dict(duration=batch.duration(spec, quick), seed=batch.seeds(spec, base)[0],
                   background=bg, cc=exp.get("flavor", "rate"), rtt=exp.get("rtt"))
     return exp, base, cal, common
 
 
 def fig11(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 11: evolution of A under the symmetric metacontrol for several adjustment factors nu."""
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     exp, base, cal, common = _single(spec, quick, ex)
     nus = [float(v) for v in exp.get("nus", [0.01, 0.05, 0.25])]
-    runs = setup.run_all([setup.variant(base, hook=setup.hook(spec, metacontrol=True, nu=nu), **common)
+    runs = batch.run_all([setup.variant(base, hook=setup.hook(spec, metacontrol=True, nu=nu), **common)
                           for nu in nus], ex, "fig11")
     a_star = float(exp.get("paper", {}).get("A_star", 6.0))
     tol = float(exp.get("A_tolerance", 1.5))
     frames, comp, settle = [], [], {}
-    fig, axes = setup.figure(len(nus), 1, figsize=(7, 2.3 * len(nus)), sharex=True)
+    fig, axes = output.figure(len(nus), 1, figsize=(7, 2.3 * len(nus)), sharex=True)
     for k, (nu, r) in enumerate(zip(nus, runs)):
         tr = r["measured"][0]["trace"]
         t = tr["t"] / NS
@@ -49,7 +49,7 @@ def fig11(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
         axes[k][0].set(ylabel="A", title=f"nu = {nu}")
         comp.append(claims.within_row(f"nu={nu}: mean A over the second half", a_star, settle[nu][0],
                                       tol, f"PT:308 'settles to a common equilibrium A* ~ 6'; std "
-                                      f"{settle[nu][1]:.2f}; throughput {setup.reliable(r) / 1e6:.3f} "
+                                      f"{settle[nu][1]:.2f}; throughput {measures.reliable(r) / 1e6:.3f} "
                                       f"Mb/s; utilization {r['summary']['link_utilization']:.3f}"))
     axes[-1][0].set_xlabel("time (s)")
     sds = [settle[nu][1] for nu in nus]
@@ -57,14 +57,14 @@ def fig11(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
                     bool(np.all(np.diff(sds) > 0)), "PT:308 'the larger nu, the more pronounced the "
                     "resulting oscillation'"))
     tables = {"trace": save_table(pl.concat(frames), out_dir, "fig11_trace.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, "fig11_metacontrol.png")], tables, comp,
+    return output.result(spec, [output.save(fig, out_dir, "fig11_metacontrol.png")], tables, comp,
                         f"{common['cc']} + SSC with metacontrol, {common['duration']:g} s; background "
-                        f"{setup.describe(cal)}.")
+                        f"{calibration.describe(cal)}.")
 
 
 def fig12(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 12: throughput with static A = 1..10 vs the dynamic metacontrol vs plain TCP."""
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     exp, base, cal, common = _single(spec, quick, ex)
     a_values = [float(v) for v in exp.get("A_values", range(1, 11))]
     nu = float(exp.get("nu", 0.05))
@@ -72,8 +72,8 @@ def fig12(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     scen = [setup.variant(base, hook=setup.hook(spec, metacontrol=False, A=a), **common) for a in a_values]
     scen += [setup.variant(base, hook=setup.hook(spec, metacontrol=True, nu=nu), **common),
              setup.variant(base, hook=setup.OFF, **common)]
-    runs = setup.run_all(scen, ex, "fig12")
-    df = pl.DataFrame([{"config": c, "A": a, "throughput_bps": setup.reliable(r), **setup.per_run(r)}
+    runs = batch.run_all(scen, ex, "fig12")
+    df = pl.DataFrame([{"config": c, "A": a, "throughput_bps": measures.reliable(r), **measures.per_run(r)}
                        for (c, a), r in zip(labels, runs)])
     static = df.filter(pl.col("config") == "static")
     y = static["throughput_bps"].to_numpy()
@@ -88,7 +88,7 @@ def fig12(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
                  "PT:310 'closely approximates the performance of the optimal static' (within 5 %)"),
              row("plain TCP below the dynamic metacontrol", "below", tcp / dyn, tcp < dyn,
                  "PT:310 'The lower dashed line shows the throughput of TCP Rate'; ratio TCP / dynamic")]
-    fig, axes = setup.figure(figsize=(5.5, 3.8))
+    fig, axes = output.figure(figsize=(5.5, 3.8))
     ax = axes[0][0]
     ax.plot(a_values, y / 1e6, "o-", label="static A")
     ax.axhline(dyn / 1e6, ls="--", color="C1", label=f"dynamic (nu={nu})")
@@ -96,7 +96,7 @@ def fig12(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     ax.set(xlabel="maximum aggressiveness A", ylabel="reliable throughput (Mb/s)")
     ax.legend()
     tables = {"throughput": save_table(df, out_dir, "fig12_throughput.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, "fig12_static_dynamic.png")], tables, comp,
+    return output.result(spec, [output.save(fig, out_dir, "fig12_static_dynamic.png")], tables, comp,
                         f"{common['cc']}, {common['duration']:g} s per run; utilization "
                         f"{df['link_utilization'].min():.3f}-{df['link_utilization'].max():.3f}; "
-                        f"background {setup.describe(cal)}.")
+                        f"background {calibration.describe(cal)}.")

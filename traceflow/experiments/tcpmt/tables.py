@@ -14,9 +14,9 @@ import numpy as np
 import polars as pl
 
 from traceflow.experiments.common import experiment as _exp, row, save_table
-from traceflow.experiments.tcpmt import claims, setup
+from traceflow.experiments.tcpmt import batch, calibration, claims, measures, output, setup
 
-NS = setup.NS
+NS = batch.NS
 
 
 def window_bits(trace, t0_s, start_s, length_s, period_s):
@@ -33,19 +33,19 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     estimation for 300 s / 30 s first), measured over windows after the estimation period; and the
     CA-only ablation of Case I (the a-priori table without the slow-start coupling)."""
     exp, base = _exp(spec), setup.scenario_base(spec)
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     windows = [float(w) for w in exp.get("quick_windows" if quick else "windows", [100, 500, 1000, 2000])]
     warm = {k: float(v) for k, v in exp.get("warmups", {"II": 300.0, "III": 30.0}).items()}
     prior_dur = float(exp.get("quick_prior_duration" if quick else "prior_duration", 2000.0))
     flavor = exp.get("flavor", "reno")
     period = float(setup.hook(spec).get("period", 2.0))
-    seeds = setup.seeds(spec, base)
+    seeds = batch.seeds(spec, base)
     t0 = float(base["traffic"][setup.groups(base, "infinite")[0]].get("start", 0.0))
     length = t0 + max(warm.values(), default=0.0) + max(windows)
-    cal, bg = setup.one_background(spec, base, quick, ex)
+    cal, bg = calibration.one_background(spec, base, quick, ex)
     common = dict(background=bg, cc=flavor, rtt=exp.get("rtt"))
     # Case I's a-priori information: a long TCP-MT run on another sample path (seed + 1000)
-    priors = setup.run_all([setup.variant(base, duration=prior_dur, seed=s + 1000, hook=setup.hook(spec),
+    priors = batch.run_all([setup.variant(base, duration=prior_dur, seed=s + 1000, hook=setup.hook(spec),
                                           **common) for s in seeds], ex, "table2 priors")
     cells, scen = [], []
     for s, pr in zip(seeds, priors):
@@ -57,7 +57,7 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
         for case, h in cases:
             cells.append((s, case))
             scen.append(setup.variant(base, duration=length, seed=s, hook=h, **common))
-    out = setup.run_all(scen, ex, "table2")
+    out = batch.run_all(scen, ex, "table2")
     traces = {cell: r["measured"][0]["trace"] for cell, r in zip(cells, out)}
     utilization = [r["summary"]["link_utilization"] for r in out]
     names = ["I", "I, CA only", *warm]
@@ -103,7 +103,7 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
                     np.mean(ca) >= 0.5 * np.mean(full) if np.mean(full) > 0 else np.mean(ca) >= np.mean(full),
                     "PT:192 'The dominant performance gain, however, is affected by congestion "
                     "avoidance': agree = CA-only gain at least half the full gain"))
-    fig, axes = setup.figure(figsize=(5.5, 3.8))
+    fig, axes = output.figure(figsize=(5.5, 3.8))
     ax = axes[0][0]
     for case in names:
         cur = gains.filter(pl.col("case") == case)
@@ -116,28 +116,28 @@ def table2(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
     text = (f"{flavor}, {len(seeds)} seed(s); a-priori tables from {prior_dur:g} s TCP-MT runs on "
             f"other seeds; gain = summed TCP-MT / summed TCP bits in the same window - 1; "
             f"utilization per run {min(utilization):.3f}-{max(utilization):.3f}; background "
-            f"{setup.describe(cal)}.")
-    return setup.result(spec, [setup.save(fig, out_dir, "table2_short.png")], tables, comp, text)
+            f"{calibration.describe(cal)}.")
+    return output.result(spec, [output.save(fig, out_dir, "table2_short.png")], tables, comp, text)
 
 
 def table3(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Table III: n = 2..18 TCP-MT (and plain) connections on a 20 Mb/s bottleneck with the 32
     background sources (5 Mb/s); total / mean / max / min throughput of the n connections in KB/s."""
     exp, base = _exp(spec), setup.scenario_base(spec)
-    ex = setup.executor(executor, workers, scheduler)
+    ex = batch.executor(executor, workers, scheduler)
     ns = [int(n) for n in exp.get("ns", range(2, 19, 2))]
-    cal, bg = setup.one_background(spec, base, quick, ex)
-    common = dict(duration=setup.duration(spec, quick), seed=setup.seeds(spec, base)[0],
+    cal, bg = calibration.one_background(spec, base, quick, ex)
+    common = dict(duration=batch.duration(spec, quick), seed=batch.seeds(spec, base)[0],
                   background=bg, cc=exp.get("flavor", "reno"), rtt=exp.get("rtt"))
     cells = [(n, m) for n in ns for m in ("tcpmt", "tcp")]
-    runs = setup.run_all([setup.variant(base, count=n, hook=setup.hook(spec) if m == "tcpmt" else setup.OFF,
+    runs = batch.run_all([setup.variant(base, count=n, hook=setup.hook(spec) if m == "tcpmt" else setup.OFF,
                                         **common) for n, m in cells], ex, "table3")
     rows = []
     for (n, m), r in zip(cells, runs):
         tp = np.array([c["throughput_bps"] for c in r["measured"]]) / 8 / 1000  # KB/s
         rows.append({"n": n, "mode": m, "total": tp.sum(), "ave": tp.mean(), "max": tp.max(),
                      "min": tp.min(), "jain": float(tp.sum() ** 2 / (tp.size * (tp ** 2).sum())),
-                     **setup.per_run(r)})
+                     **measures.per_run(r)})
     df = pl.DataFrame(rows)
     paper = exp.get("paper", {})
     mt = df.filter(pl.col("mode") == "tcpmt").sort("n")
@@ -158,7 +158,7 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
             if n in pv:
                 comp.append(claims.shown_row(f"TCP-MT n={n}: {stat} (KB/s)", pv[n], float(v),
                                              f"{100 * (v / pv[n] - 1):+.1f}% vs the paper"))
-    fig, axes = setup.figure(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = output.figure(1, 2, figsize=(10, 3.8), sharey=True)
     for k, (cur, title) in enumerate(((mt, "(a) TCP-MT"), (reno, "(b) TCP Reno"))):
         ax = axes[0][k]
         ax.plot(cur["n"], cur["ave"], "--", label="mean")
@@ -166,7 +166,7 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
         ax.set(title=title, xlabel="connections n", ylabel="throughput per connection (KB/s)")
         ax.legend()
     tables = {"sharing": save_table(df, out_dir, "table3_sharing.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, "table3_sharing.png")], tables, comp,
+    return output.result(spec, [output.save(fig, out_dir, "table3_sharing.png")], tables, comp,
                         f"20 Mb/s bottleneck, {common['duration']:g} s per run; utilization "
                         f"{df['link_utilization'].min():.3f}-{df['link_utilization'].max():.3f}; "
-                        f"background {setup.describe(cal)}; throughput in KB/s (1 KB = 1000 bytes).")
+                        f"background {calibration.describe(cal)}; throughput in KB/s (1 KB = 1000 bytes).")

@@ -12,21 +12,21 @@ import numpy as np
 import polars as pl
 
 from traceflow.experiments.common import experiment as _exp, row, save_table
-from traceflow.experiments.tcpmt import claims, setup
+from traceflow.experiments.tcpmt import batch, calibration, claims, measures, output, setup
 
 SOURCE = "PT:242-252"
 
 
 def _curves(spec, ex, quick, flavors):
     exp, base = _exp(spec), setup.scenario_base(spec)
-    dur = setup.duration(spec, quick)
+    dur = batch.duration(spec, quick)
     loads = [float(v) for v in exp.get("loads", [5e6, 2.5e6, 7.5e6])]
     thetas = [int(v) for v in exp.get("thetas", range(1, 9))]
     couplings = list(exp.get("couplings", ["ca"]))
     alpha = float(exp.get("alpha", 1.05))
-    seeds = setup.seeds(spec, base)
-    cal = setup.calibrate(base, [(alpha, load) for load in loads], seed=seeds[0],
-                          duration=setup.calibration_duration(spec, quick), ex=ex)
+    seeds = batch.seeds(spec, base)
+    cal = calibration.calibrate(base, [(alpha, load) for load in loads], seed=seeds[0],
+                          duration=calibration.calibration_duration(spec, quick), ex=ex)
     cells, scenarios = [], []
     for fl in flavors:
         for load in loads:
@@ -41,9 +41,9 @@ def _curves(spec, ex, quick, flavors):
                         cells.append((fl, load, couple, th, seed))
                         scenarios.append(setup.variant(
                             base, hook=setup.hook(spec, theta=float(th), couple=couple), **common))
-    runs = setup.run_all(scenarios, ex, "threshold curves")
+    runs = batch.run_all(scenarios, ex, "threshold curves")
     df = pl.DataFrame([{"flavor": fl, "background_target_bps": load, "coupling": c, "theta": th,
-                        "seed": seed, "throughput_bps": setup.reliable(r), **setup.per_run(r)}
+                        "seed": seed, "throughput_bps": measures.reliable(r), **measures.per_run(r)}
                        for (fl, load, c, th, seed), r in zip(cells, runs)])
     mean = (df.group_by("flavor", "background_target_bps", "coupling", "theta")
             .agg(pl.col("throughput_bps", "link_utilization").mean()))
@@ -63,7 +63,7 @@ def _run(spec, out_dir, quick, ex, name):
     df, mean, loads, thetas, couplings, cal, dur = _curves(spec, ex, quick, flavors)
     paper = exp.get("paper", {})
     comp = []
-    fig, axes = setup.figure(1, len(loads), figsize=(4.2 * len(loads), 3.4))
+    fig, axes = output.figure(1, len(loads), figsize=(4.2 * len(loads), 3.4))
     for j, load in enumerate(loads):
         ax = axes[0][j]
         key = f"{load / 1e6:g}".replace(".", "_")
@@ -91,10 +91,10 @@ def _run(spec, out_dir, quick, ex, name):
             f"{dur:g} s per run, {df['seed'].n_unique()} seed(s); utilization per run in the table ("
             + ", ".join(f"{r['background_target_bps'] / 1e6:g} Mb/s: {r['lo']:.2f}-{r['hi']:.2f}"
                         for r in util.sort("background_target_bps").iter_rows(named=True))
-            + "). Background: " + setup.describe(cal) + ".")
+            + "). Background: " + calibration.describe(cal) + ".")
     tables = {"throughput": save_table(df, out_dir, f"{name}_throughput.parquet"),
-              "background": save_table(setup.calibration_table(cal), out_dir, f"{name}_background.parquet")}
-    return setup.result(spec, [setup.save(fig, out_dir, f"{name}_threshold.png")], tables, comp, text)
+              "background": save_table(calibration.calibration_table(cal), out_dir, f"{name}_background.parquet")}
+    return output.result(spec, [output.save(fig, out_dir, f"{name}_threshold.png")], tables, comp, text)
 
 
 def _coupling_rows(mean, flavor, load, couplings):
@@ -128,9 +128,9 @@ def _flavor_rows(mean, flavors, load):
 
 def fig6(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 6: TCP Reno + SSC, reliable throughput vs threshold theta at three background loads."""
-    return _run(spec, out_dir, quick, setup.executor(executor, workers, scheduler), "fig6")
+    return _run(spec, out_dir, quick, batch.executor(executor, workers, scheduler), "fig6")
 
 
 def fig7(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 7: as Fig. 6 with TCP Rate, the CA / SS / both couplings, and Reno beside it."""
-    return _run(spec, out_dir, quick, setup.executor(executor, workers, scheduler), "fig7")
+    return _run(spec, out_dir, quick, batch.executor(executor, workers, scheduler), "fig7")
