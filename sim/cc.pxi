@@ -48,10 +48,11 @@ cdef class CongestionOps:
 
     cdef double cwnd_on_fast_loss(self, TcpSender s) except? -1:
         """The window classic fast recovery cuts to (segments; the dupack inflation comes on top)
-        and leaves in force when it ends. ns-2's slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)
-        with precisionReduce_ (default true since 2006): cwnd_ = min(cwnd, rwnd) / 2 unrounded,
-        while ssthresh_ is its integer part."""
-        return (s.cwnd if s.cwnd < s.rwnd else <double>s.rwnd) / 2.0
+        and leaves in force when it ends: ns-2's slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF),
+        halfwin = min(cwnd, rwnd) / 2 unrounded with ``s.precision_reduce`` (precisionReduce_,
+        ns-2's default since 2006), else its integer part; ssthresh_ is always the integer part."""
+        cdef double w = (s.cwnd if s.cwnd < s.rwnd else <double>s.rwnd) / 2.0
+        return w if s.precision_reduce else floor(w)
 
     cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         pass

@@ -190,6 +190,7 @@ class Built:
         snd.rtt_per_ack = t.rtt_per_ack
         snd.limited_transmit = t.limited_transmit
         snd.ns2_rto = t.ns2_rto
+        snd.precision_reduce = t.precision_reduce
         if t.ns2_rto:  # ns-2's boot_time_: each agent's tick phase
             snd.tick_phase = self._phase(_RNG_TICK, flow, snd.tick)
         snd.xi = t.xi

@@ -69,6 +69,10 @@ class RateParams:
     equal: str = _meta("increase", choices=("increase", "hold", "decrease"),
                        doc="action on equal consecutive RTT samples (Table I: dRTT >= 0 decreases)")
 
+    def validate(self, path):
+        if not self.b > self.a:
+            raise _err(f"{path}.b", "must be > a (Park & Tuan sec. 3.6.3: 0 < a < b)")
+
 
 @dataclass
 class CubicParams:
@@ -105,6 +109,9 @@ class TcpConfig:
                                              "each of the first two duplicate ACKs")
     ns2_rto: bool = _meta(False, doc="ns-2's RTO arithmetic: samples in whole ticks (random tick "
                                      "phase per connection), srtt/rttvar in 1/8 and 1/4 ticks")
+    precision_reduce: bool = _meta(True, doc="ns-2 precisionReduce_: classic fast recovery cuts cwnd "
+                                             "to W/2 unrounded (ns-2's default since 2006), else to "
+                                             "its integer part (ns-2 before)")
     delayed_ack: bool | str = _meta(False, doc="false | true (every 2nd segment) | \"linux\"")
     delack_timeout: float = _meta(0.1, gt=0, doc="delayed-ACK timer; linux: ATO minimum")
     handshake: bool = _meta(True, doc="SYN / SYN-ACK before data")

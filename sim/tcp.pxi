@@ -92,6 +92,7 @@ cdef class TcpSender(Agent):
     cdef public bint rtt_per_ack                # RTO estimator fed by every ACK (timestamps)
     cdef public bint limited_transmit           # RFC 3042: new data on the 1st and 2nd dupack
     cdef public bint ns2_rto                    # ns-2's RTO arithmetic (whole ticks, fixed point)
+    cdef public bint precision_reduce           # ns-2 precisionReduce_: fast recovery's W/2 unrounded
     cdef public int64_t tick_phase              # ns: ns-2's boot_time_, uniform in [0, tick)
     cdef int64_t ns2_srtt, ns2_rttvar           # ns-2's t_srtt_ (1/8 tick), t_rttvar_ (1/4 tick)
     cdef public int64_t extra_delay             # one-way delay line in front of the host, ns

@@ -53,15 +53,24 @@ def test_replay_files_are_valid_experiments(path):
 
 
 def test_base_scenario_is_the_derived_one():
-    """The settings replays/tcpmt_base.toml derives (Fig. 5 and ns-2's 1999 defaults)."""
+    """The settings replays/tcpmt_base.toml derives (Fig. 5 and ns-2's 1999 defaults).
+    ../shared/papers/park-tuan-2000-multiple-time-scale-tcp.txt:231: "The link bandwidths were set
+    at 10 Mbps and the latency on each link was set to 5 ms. The maximum segment size was fixed at
+    1 kB." and "(i.e., 32 connections) act as background traffic"; :231 "We use the LBNL Network
+    Simulator, ns (version 2)": ns-2's defaults of 1999 where the paper is silent (Queue limit_
+    50, no SYN, initial window 1, no limited transmit, tcpTick_ 0.1, precisionReduce_ false).
+    Before issue 18 traceflow's own choices (unlimited receiver window, limited transmit, min RTO
+    0.2 s with a 10 ms tick) left plain Reno 1.45 Mb/s of the 10 Mb/s link (utilization 0.63); the
+    ns-2 referee of this set-up is tests/sim/test_tcpmt_ns2.py."""
     base = sim.load_scenario(setup.scenario_base(spec_of("fig6")))
     assert base.simulation.mss == 1000
     links = (base.topology.bottleneck, base.topology.access)
     assert all(s.rate == 10e6 and s.delay == 0.005 for s in links)
     assert base.topology.bottleneck.queue.params.limit == 49   # ns-2's limit_ 50
     t = base.tcp
-    assert (t.rwnd, t.init_cwnd, t.handshake, t.limited_transmit, t.tick, t.ns2_rto) == (
-        64, 1, False, False, 0.1, True)
+    assert (t.rwnd, t.init_cwnd, t.handshake, t.limited_transmit, t.tick, t.ns2_rto,
+            t.precision_reduce) == (64, 1, False, False, 0.1, True, False)
+    assert sum(g.count for g in base.traffic if g.kind == "files") == 32
     assert setup.base_rtt(setup.scenario_base(spec_of("fig6"))) == pytest.approx(0.03)
     t3 = setup.scenario_base(spec_of("table3"))
     assert t3["topology"]["bottleneck"]["rate"] == 20e6 and t3["tcp"]["rwnd"] == 64
@@ -163,6 +172,10 @@ def test_fig12_quick_end_to_end(tmp_path):
 
 
 def test_fig9_quick_reports_the_ablation_and_the_control(tmp_path):
+    """The CA-only ablation row exists because of
+    ../shared/papers/park-tuan-2000-multiple-time-scale-tcp.txt:192: "The dominant performance
+    gain, however, is affected by congestion avoidance" (asserted at full length in
+    test_tcpmt_paper.py: Table II's CA-only row)."""
     spec = _quick(spec_of("fig9"), flavors=["reno"], rtts=[0.03, 0.2], seeds=[1])
     res = tcpmt.fig9(spec, tmp_path, quick=True, workers=1)
     runs = pl.read_parquet(tmp_path / res["tables"]["runs"])

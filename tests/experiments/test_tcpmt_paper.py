@@ -1,5 +1,8 @@
 """Park & Tuan 2000 at full length (tox -e slow): every claim row of the ten TCP-MT experiments,
 tested by the paper's sentence (the row's verdict), on the set-up of replays/tcpmt_base.toml.
+Each row's note quotes its sentence as PT:line, a line of
+../shared/papers/park-tuan-2000-multiple-time-scale-tcp.txt (e.g. Table II's CA-only row: PT:192
+"The dominant performance gain, however, is affected by congestion avoidance").
 
 A claim that holds is asserted to hold; one that does not is a strict xfail whose reason says what
 we measured and what ns-2 shows on the same set-up (tests/sim/test_tcpmt_ns2.py), so a change that

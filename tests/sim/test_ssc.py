@@ -145,9 +145,12 @@ def test_slow_start_coupling_changes_only_timeouts_path():
 
 @pytest.mark.parametrize("cc", ["reno", "newreno"])
 def test_slow_start_coupling_remembers_the_window_in_force(cc):
-    # Park & Tuan sec. 3.6.1: at a timeout SSC associates "the size of the congestion window" with
-    # L1. Timeouts during fast recovery must remember the cut window, not cwnd inflated by
-    # duplicate ACKs (ssthresh + 3 + dupacks): the flavor's own response halves that same window.
+    """../shared/papers/park-tuan-2000-multiple-time-scale-tcp.txt:192: "Whenever a timeout
+    occurs, we make an association between the size of the congestion window cwnd and the current
+    traffic level L1". Timeouts during fast recovery must remember the window in force (the cut
+    window), not cwnd inflated by duplicate ACKs (W/2 + 3 + dupacks): the flavor's own timeout
+    response halves that same window (ssthresh = max(floor(window / 2), 2)). Before issue 18 the
+    hook recorded the inflated window."""
     _, hooks = run(scenario(cc, {"kind": "ssc", "metacontrol": False, "A": 4.0, "couple": "ca"},
                             duration=300.0))
     to = next(iter(hooks.values())).timeouts()
