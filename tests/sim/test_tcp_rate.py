@@ -8,8 +8,8 @@ import pytest
 
 import traceflow.sim as sim
 from traceflow.errors import ScenarioError
-from traceflow.sim import _sim
-from traceflow.sim.runner import Built
+
+from sampled import run_sampled
 
 RATE, DELAY, ACCESS_RATE, ACCESS_DELAY = 10e6, 0.020, 100e6, 0.005   # bit/s, s
 MSS, HDR, LIMIT = 1000, 40, 200                                      # bytes, bytes, packets
@@ -31,12 +31,7 @@ def _scenario(**rate):
 def _steps(raw):
     """Every change of cwnd in congestion avoidance (sampled every 20 us, closer than two ACKs):
     (cwnd before, change), and the sender's loss count."""
-    built = Built(sim.load_scenario(raw), None)
-    built.finalize_sizes()
-    sender = next(a for a in built.sim.agents if isinstance(a, _sim.TcpSender))
-    sampler = _sim.CwndSampler(20_000)
-    sender.attach_hook(sampler)
-    built.run()
+    _, _, sampler = run_sampled(raw, 20_000)
     _, cwnd, ssthresh, _ = np.array(sampler.trace()).T
     step = np.diff(cwnd)
     ca = (cwnd[:-1] >= ssthresh[:-1]) & (step != 0)

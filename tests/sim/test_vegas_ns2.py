@@ -25,13 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import traceflow.sim as sim
-from traceflow.sim import _sim
-from traceflow.sim.runner import Built
 from traceflow.sim.result import summarize
 
 sys.path.insert(0, str(Path(__file__).with_name("ns2")))
 from ns2 import available, run_ns2  # noqa: E402
+from sampled import run_sampled  # noqa: E402
 
 REPLAY = Path(__file__).resolve().parents[2] / "replays" / "dumbbell_vegas.toml"
 NS2_PKT = 1000       # ns-2 packetSize_: goodput bytes per packet there
@@ -57,20 +55,13 @@ def scenario(limit, flows, spread=1.0, step=0.0, duration=60.0):
 
 def ours(raw, cwnd_dt=0.0):
     """Bottleneck drops and throughput, flow 0's acknowledged packets and cwnd every cwnd_dt s."""
-    built = Built(sim.load_scenario(raw), None)
-    built.finalize_sizes()
-    sender = next(a for a in built.sim.agents if isinstance(a, _sim.TcpSender) and a.flow == 0)
-    sampler = None
-    if cwnd_dt > 0:
-        sampler = _sim.CwndSampler(int(round(cwnd_dt * 1e9)))
-        sender.attach_hook(sampler)
-    built.run()
+    built, sender, sampler = run_sampled(raw, int(round(cwnd_dt * 1e9)))
     res = summarize(built, 0.0, None)
     links = res.links.to_pydict()
     i = links["name"].index("g1->g2")
     return {"drops": links["queue_drops"][i], "throughput_bps": res.summary["throughput_bps"],
             "flow0_packets": sender.snd_una,
-            "cwnd": np.array([c for _, c, _, _ in sampler.trace()]) if sampler else None}
+            "cwnd": np.array([c for _, c, _, _ in sampler.trace()]) if cwnd_dt > 0 else None}
 
 
 def ns2(limit, flows, spread=1.0, step=0.0, cwnd_file=None, cwnd_dt=0.1):
