@@ -187,7 +187,19 @@ def path_rtt(flows):
     handshake *is* the path's RTT at that moment and is kept as the flow's path RTT (with its
     processing jitter); a loaded flow gets the unqueued handshake of its pair nearest in time,
     never its own (whose queueing the simulated bottleneck creates again). Without any unqueued
-    handshake: the pair's minimum, else the minimum over all pairs (null when none)."""
+    handshake: the pair's minimum, else the minimum over all pairs (null when none). Where the
+    flows carry ``synack_queued`` (:func:`traceflow.flows.handshake_queue.synack_queued`, the
+    packet-pair test) and the SYN/ACK's leg is the loaded one, a handshake whose SYN/ACK met an
+    idle bottleneck is unqueued too unless its excess is an outlier among those of its pair
+    (Tukey's fence): host and relay jitter larger than the clean leg's stays in the path RTT it
+    belongs to, a transient delay of one handshake does not.
+
+    Also ``server_share``: the part of the path RTT on the server's side of the capture point,
+    min(``rtt_syn``) / (min(``rtt_syn``) + min(``rtt_ack``)) over the pair's handshakes (0.5 when a
+    leg was never measured). A capture next to the clients sees ~1, next to the servers ~0; the
+    replay puts the path delay on the same sides of its bottleneck capture (sim trace groups'
+    ``server_share``), or request-to-response times seen at the capture point would differ by
+    the misplaced part of the RTT."""
     pair = ["client_addr", "server_addr"]
     syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
 
@@ -197,9 +209,17 @@ def path_rtt(flows):
     syn_loaded = spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0)
     loaded = pl.when(syn_loaded).then(syn).otherwise(ack)
     jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
+    excess = loaded - loaded.min().over(pair)
+    free = excess <= jitter.fill_null(0)
+    if "synack_queued" in flows.columns:
+        # a SYN/ACK that met an idle bottleneck: its excess is the path's own jitter unless it
+        # is an outlier among those (Tukey's fence), a host's transient delay (SYN processing)
+        # that the connection's later packets did not see
+        idle = syn_loaded & ~pl.col("synack_queued")
+        q1, q3 = (excess.filter(idle).quantile(q).over(pair) for q in (0.25, 0.75))
+        free = free | (idle & (excess <= q3 + 1.5 * (q3 - q1))).fill_null(False)
     fl = flows.with_row_index("_row").with_columns(
-        _t=pl.col("start").cast(pl.Int64), _hs=hs,
-        _free=(loaded - loaded.min().over(pair) <= jitter.fill_null(0)) & hs.is_not_null())
+        _t=pl.col("start").cast(pl.Int64), _hs=hs, _free=free & hs.is_not_null())
     # stable sorts: equally near unqueued handshakes resolve the same way on every run
     free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
             .sort("_t", maintain_order=True))
@@ -210,6 +230,9 @@ def path_rtt(flows):
             .with_columns(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs"))
                           .otherwise(pl.col("_near"))
                           .fill_null(hs.min().over(pair)).fill_null(hs.min()))
+            .with_columns(server_share=(syn.min().over(pair)
+                                        / (syn.min().over(pair) + ack.min().over(pair)))
+                          .fill_null(0.5))
             .sort("_row").drop("_row", "_t", "_hs", "_free", "_near"))
 
 
@@ -220,6 +243,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     ``hosts_from``: inputs whose packets supply the end-host inference instead (a sender-side
     capture of the same traffic). ``capacity_bps`` overrides the capacity estimate."""
     from traceflow.flows import flows as build_flows
+    from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.hosts import infer_hosts
 
     if isinstance(inputs, (str, Path, pl.DataFrame)):
@@ -256,7 +280,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
 
-    tr = cmp.transfers(path_rtt(fl))
+    tr = cmp.transfers(path_rtt(synack_queued(packets, fl, cap)))
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
     size_tail = tail_of(sizes)
@@ -274,7 +298,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     rtt_model = RTTModel(column="rtt_handshake", distribution=distribution_from_sample(rtt, "s"),
                          classes=rtt_classes(rtt, seed=seed),
                          propagation=distribution_from_sample(
-                             tr["path_rtt"].drop_nulls().to_numpy(), "s"))
+                             tr["path_rtt"].drop_nulls().to_numpy(), "s"),
+                         server_share=tr["server_share"].median())
     # requests of downloads (the transfer flows server -> client); a trace of mostly uploads has
     # none, and its model replays one-way transfers
     down = tr.filter(pl.col("request") < pl.col("size"))

@@ -8,30 +8,17 @@
 array set P {
   clients 10 transport Reno delack 0 queue DropTail duration 200 warmup 10 bin 0.1
   client_rate 10Mb client_delay 25ms bneck_rate 50Mb bneck_delay 25ms limit 50
-  pkt 1460 window 20 gap 0.01 start_spread 1.0
-  red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1
+  pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth true gap 0.01 start_spread 1.0
+  red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true red_bytes false
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1
 }
-source [file join [file dirname [info script]] prelude.tcl]
-
-# ns-2 defaults of the paper's time where they differ from 2.35's
-Agent/TCP set packetSize_ $P(pkt)
-Agent/TCP set window_ $P(window)
-Agent/TCP set windowInit_ 1
-Agent/TCP set syn_ false
+# ns-2 defaults of the paper's time where they differ from 2.35's: iw 1, syn false
+source [file join [file dirname [info script]] common.tcl]
+red_defaults
 Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
 Agent/TCP/Vegas set v_beta_ $P(vegas_beta)
 Agent/TCP/Vegas set v_gamma_ $P(vegas_gamma)
 Agent/UDP set packetSize_ [expr {$P(pkt) + 40}]
-Queue/RED set bytes_ false
-Queue/RED set queue_in_bytes_ false
-Queue/RED set thresh_ $P(red_min)
-Queue/RED set maxthresh_ $P(red_max)
-Queue/RED set q_weight_ $P(red_wq)
-Queue/RED set linterm_ [expr {1.0 / $P(red_maxp)}]
-Queue/RED set gentle_ false
-Queue/RED set wait_ true
-Queue/RED set mean_pktsize_ [expr {$P(pkt) + 40}]
 
 set gw [$ns node]
 set srv [$ns node]
@@ -39,8 +26,6 @@ $ns simplex-link $gw $srv $P(bneck_rate) $P(bneck_delay) $P(queue)
 $ns simplex-link $srv $gw $P(bneck_rate) $P(bneck_delay) DropTail
 $ns queue-limit $gw $srv $P(limit)
 
-set agent(Reno) Agent/TCP/Reno
-set agent(Vegas) Agent/TCP/Vegas
 set sinkclass [expr {$P(delack) ? "Agent/TCPSink/DelAck" : "Agent/TCPSink"}]
 
 for {set i 0} {$i < $P(clients)} {incr i} {

@@ -10,19 +10,14 @@
 array set P {
   duration 1000 seed 1 clients 32 flavor Reno
   bg_k 252 bg_alpha 1.05 bg_idle 0.16
-  rate 10Mb delay 5ms limit 50 pkt 1000 window 64 tick 0.1 rtxcur_init 6.0
+  rate 10Mb delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
   ssc 0 theta 4 A 4 period 2.0 levels 8 measured 1
 }
-source [file join [file dirname [info script]] prelude.tcl]
-
-# ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml)
-Agent/TCP set packetSize_ $P(pkt)
-Agent/TCP set window_ $P(window)
-Agent/TCP set windowInit_ 1
-Agent/TCP set syn_ false
+# ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
+# windowInit_ 1, minrto_ 0, and syn_ and delay_growth_ false (common.tcl's defaults; both became
+# true on 2001/5/17)
+source [file join [file dirname [info script]] common.tcl]
 Agent/TCP set singledup_ 0
-Agent/TCP set tcpTick_ $P(tick)
-Agent/TCP set minrto_ 0
 Agent/TCP set rfc2988_ false
 Agent/TCP set rtxcur_init_ $P(rtxcur_init)
 Agent/TCP set maxrto_ 100000
