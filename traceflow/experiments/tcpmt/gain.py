@@ -117,6 +117,24 @@ def _ablation_rows(agg, flavors, axis):
     return out
 
 
+def _gain_result(spec, out_dir, names, fig, ax, frames, flavors, comp, text):
+    """A gain figure's CA-only ablation rows, common axes and result: ``names`` = (experiment,
+    figure file, swept axis), ``frames`` = (runs, gain, calibrated backgrounds) saved as
+    ``{experiment}_runs/_gain/_background.parquet``."""
+    name, png, axis = names
+    df, agg, cal = frames
+    comp = comp + _ablation_rows(agg, flavors, axis)
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set(ylabel="performance gain (%)")
+    ax.legend(fontsize=6)
+    tables = {"runs": save_table(df, out_dir, f"{name}_runs.parquet"),
+              "gain": save_table(agg, out_dir, f"{name}_gain.parquet"),
+              "background": save_table(calibration.calibration_table(cal), out_dir,
+                                       f"{name}_background.parquet")}
+    return output.result(spec, [output.save(fig, out_dir, png)], tables, comp,
+                         f"{text} Dashed: CA-only coupling.")
+
+
 def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 9: performance gain of TCP-MT over its flavor vs RTT (Reno, Vegas, Rate)."""
     ex = batch.executor(executor, workers, scheduler)
@@ -149,15 +167,9 @@ def fig9(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
         comp.append(claims.order_row("plain TCP throughput (mean over RTT)", mt, ["reno", "vegas", "rate"],
                                      "PT:274 'going from TCP Reno to Vegas to Rate (the better a feedback "
                                      "congestion control is able to utilize available bandwidth ...)'"))
-    comp += _ablation_rows(agg, flavors, "RTT")
-    ax.axhline(0, color="k", lw=0.5)
-    ax.set(xlabel="RTT (ms)", ylabel="performance gain (%)", title="TCP-MT gain vs RTT")
-    ax.legend(fontsize=6)
-    tables = {"runs": save_table(df, out_dir, "fig9_runs.parquet"),
-              "gain": save_table(agg, out_dir, "fig9_gain.parquet"),
-              "background": save_table(calibration.calibration_table(cal), out_dir, "fig9_background.parquet")}
-    return output.result(spec, [output.save(fig, out_dir, "fig9_gain_rtt.png")], tables, comp,
-                        f"Gain vs RTT; {info}. Dashed: CA-only coupling.")
+    ax.set(xlabel="RTT (ms)", title="TCP-MT gain vs RTT")
+    return _gain_result(spec, out_dir, ("fig9", "fig9_gain_rtt.png", "RTT"), fig, ax, (df, agg, cal),
+                        flavors, comp, f"Gain vs RTT; {info}.")
 
 
 def fig8(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
@@ -217,13 +229,6 @@ def fig10(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
                         [float(tp[-1]), float(tp[0])], tp[-1] > tp[0],
                         "PT:278-283 'the throughput level for the feedback congestion control ... is "
                         "higher for alpha = 1.95 traffic than alpha = 1.05'"))
-    comp += _ablation_rows(agg, flavors, "alpha")
-    ax.axhline(0, color="k", lw=0.5)
-    ax.set(xlabel="alpha (background file sizes)", ylabel="performance gain (%)",
-           title="TCP-MT gain vs alpha")
-    ax.legend(fontsize=6)
-    tables = {"runs": save_table(df, out_dir, "fig10_runs.parquet"),
-              "gain": save_table(agg, out_dir, "fig10_gain.parquet"),
-              "background": save_table(calibration.calibration_table(cal), out_dir, "fig10_background.parquet")}
-    return output.result(spec, [output.save(fig, out_dir, "fig10_gain_alpha.png")], tables, comp,
-                        f"Gain vs alpha at the base RTT; {info}. Dashed: CA-only coupling.")
+    ax.set(xlabel="alpha (background file sizes)", title="TCP-MT gain vs alpha")
+    return _gain_result(spec, out_dir, ("fig10", "fig10_gain_alpha.png", "alpha"), fig, ax,
+                        (df, agg, cal), flavors, comp, f"Gain vs alpha at the base RTT; {info}.")

@@ -97,6 +97,5 @@ def fig12(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     ax.legend()
     tables = {"throughput": save_table(df, out_dir, "fig12_throughput.parquet")}
     return output.result(spec, [output.save(fig, out_dir, "fig12_static_dynamic.png")], tables, comp,
-                        f"{common['cc']}, {common['duration']:g} s per run; utilization "
-                        f"{df['link_utilization'].min():.3f}-{df['link_utilization'].max():.3f}; "
-                        f"background {calibration.describe(cal)}.")
+                        f"{common['cc']}, {common['duration']:g} s per run; "
+                        f"{output.run_note(df, cal)}.")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from traceflow.experiments.common import experiment as _exp
+from traceflow.experiments.tcpmt.calibration import describe
 
 
 def figure(nrows=1, ncols=1, **kw):
@@ -21,3 +22,10 @@ def result(spec, figures, tables, comparison, text):
     exp = _exp(spec)
     return {"title": exp["title"], "reproduces": exp["reproduces"], "figures": figures,
             "tables": tables, "comparison": comparison, "text": text}
+
+
+def run_note(df, cal):
+    """The result text's note on a results frame's runs: their link utilization range and the
+    calibrated backgrounds."""
+    return (f"utilization {df['link_utilization'].min():.3f}-{df['link_utilization'].max():.3f}; "
+            f"background {describe(cal)}")

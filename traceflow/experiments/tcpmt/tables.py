@@ -167,6 +167,5 @@ def table3(spec, out_dir, *, quick=False, executor="local", workers=None, schedu
         ax.legend()
     tables = {"sharing": save_table(df, out_dir, "table3_sharing.parquet")}
     return output.result(spec, [output.save(fig, out_dir, "table3_sharing.png")], tables, comp,
-                        f"20 Mb/s bottleneck, {common['duration']:g} s per run; utilization "
-                        f"{df['link_utilization'].min():.3f}-{df['link_utilization'].max():.3f}; "
-                        f"background {calibration.describe(cal)}; throughput in KB/s (1 KB = 1000 bytes).")
+                        f"20 Mb/s bottleneck, {common['duration']:g} s per run; "
+                        f"{output.run_note(df, cal)}; throughput in KB/s (1 KB = 1000 bytes).")
