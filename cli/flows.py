@@ -7,7 +7,8 @@ import click
 import pyarrow.parquet as pq
 
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
-from traceflow.cli.options import Duration, echo_json, json_option
+from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
+                                   table_output_option)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
@@ -43,8 +44,7 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
 
 @click.command("flows")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", type=click.Path(),
-              help="Write the flow table to this Parquet file (with --dataset: directory).")
+@table_output_option("flow table", extra=" With --dataset: a directory of Parquet parts.")
 @click.option("--dataset", is_flag=True,
               help="Write one Parquet part of flows per input file into the directory -o, "
                    "computed in parallel (implied when -o is an existing directory).")
@@ -54,26 +54,44 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
               help="Process the endpoint pairs in this many disjoint parts (bounds memory for "
                    "packet tables larger than RAM).")
 @executor_options
+@filter_options("flows")
 @json_option
-def command(inputs, output, dataset, idle_timeout, partitions, executor, workers, scheduler,
-            as_json):
+def command(inputs, output, head, dataset, idle_timeout, partitions, executor, workers, scheduler,
+            filter_, proto, as_json):
     """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet; files, globs
     or directories).
 
     Each input gets its own flows (column ``source``); ``flow_id`` numbers the result. With
     --dataset, captures and packets tables only; ``flow_id`` restarts in every part and
-    ``source`` holds the input's absolute path.
+    ``source`` holds the input's absolute path. --filter and --proto select flows (columns of
+    the flow table); in text formats addresses are text, durations seconds and times UTC.
+
+    \b
+    Examples:
+      traceflow flows trace.pcap
+      traceflow flows trace.pcap -o flows.parquet
+      traceflow flows trace.pcap -o flows.csv --proto tcp --filter "server_port = 443"
+      traceflow flows trace.pcap -o - --head 10 --filter "bytes > 1e5"
+      traceflow flows 'captures/*.pcap' -o flows_ds/ --dataset --workers 2
     """
     import polars as pl
 
-    from traceflow.atomic import atomic_path
+    from traceflow import units
     from traceflow.flows import load_flows
     from traceflow.flows.lifetimes import flows_summary
+    from traceflow.output import table_format, write_table
     from traceflow.scale.parallel import expand_paths, resolve_executor
+    from traceflow.selection import row_filter, select_rows
 
+    check_stdout(output, as_json)
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
-    if output and check_dataset_output(output, dataset, None, executor, workers, scheduler):
+    to_dataset = bool(output) and output != "-" and check_dataset_output(
+        output, dataset, None, executor, workers, scheduler)
+    if to_dataset and row_filter(filter_, proto) is not None:
+        raise TraceflowError("--filter/--proto apply to a flow table, not to a --dataset "
+                             "(filter when reading it)")
+    if to_dataset:
         info = flows_dataset(inputs, output, idle_timeout=idle_timeout, partitions=partitions,
                              executor=resolve_executor(executor, scheduler), workers=workers,
                              scheduler=scheduler)
@@ -83,11 +101,13 @@ def command(inputs, output, dataset, idle_timeout, partitions, executor, workers
     else:
         if dataset or executor or workers or scheduler:
             raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
-        table = load_flows(expand_paths(inputs, INPUT_PATTERNS), idle_timeout=idle_timeout,
-                           partitions=partitions)
         if output:
-            with atomic_path(output) as tmp:
-                table.write_parquet(tmp)
+            table_format(output)  # an unknown suffix fails before the work
+        table = select_rows(load_flows(expand_paths(inputs, INPUT_PATTERNS),
+                                       idle_timeout=idle_timeout, partitions=partitions),
+                            filter_, proto)
+        if output:
+            write_table(table, output, head=head)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]
     summary = flows_summary(table)
@@ -96,11 +116,14 @@ def command(inputs, output, dataset, idle_timeout, partitions, executor, workers
         return
     tcp = summary["tcp"]
     n = len(per_file)
-    click.echo(f"{summary['flows']} flows ({tcp['connections']} TCP) from {n} "
-               f"file{'s' * (n != 1)}" + (f" -> {output}" if output else ""))
-    click.echo("TCP close: " + ", ".join(f"{k} {v}" for k, v in tcp["by_close"].items()))
-    click.echo("TCP handshake: " + ", ".join(f"{k} {v}" for k, v in tcp["by_handshake"].items()))
-    for row in tcp["short_lived"]:
-        click.echo(f"lifetime < {row['threshold']} packets: "
-                   f"{row['short_share_connections']:.1%} of connections, "
-                   f"{row['short_share_bytes']:.1%} of bytes")
+    # with -o - the table owns stdout: the summary goes to stderr
+    echo = (lambda m: click.echo(m, err=True)) if output == "-" else click.echo
+    echo(f"{summary['flows']} flows ({tcp['connections']} TCP) from {n} "
+         f"file{'s' * (n != 1)}" + (f" -> {output}" if output and output != "-" else ""))
+    echo("TCP close: " + (", ".join(f"{k} {v}" for k, v in tcp["by_close"].items()) or "none"))
+    echo("TCP handshake: "
+         + (", ".join(f"{k} {v}" for k, v in tcp["by_handshake"].items()) or "none"))
+    for row in tcp["short_lived"] if tcp["connections"] else ():
+        echo(f"lifetime < {row['threshold']} packets: "
+             f"{units.share(row['short_share_connections'])} of connections, "
+             f"{units.share(row['short_share_bytes'])} of bytes")

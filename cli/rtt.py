@@ -1,7 +1,8 @@
 """``traceflow rtt``: path RTTs, RTT distribution, spectrum and classes of a trace."""
 import click
 
-from traceflow.cli.options import Duration, echo_json, json_option
+from traceflow import units
+from traceflow.cli.options import Duration, echo_json, filter_options, json_option
 from traceflow.errors import TraceflowError
 
 COLUMNS = ["auto", "rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", "rtt_syn",
@@ -11,8 +12,6 @@ VANTAGE = {  # what the far half of the path (capture -> far host -> capture) is
     "receiver": "next to the data receivers; timestamp echoes time the far half, or "
                 "without timestamps the handshake and requests",
     "unknown": "mid-path or no handshakes to tell; both halves are timed"}
-WHY = {"rtt_min": "per-connection minimum path RTT, both halves around the capture summed",
-       "rtt_handshake": "handshake RTT: fewer connections have a path RTT in both halves"}
 MAX_PATH_LINES = 20
 
 
@@ -49,15 +48,31 @@ def _classes(text):
                    "(otherwise from sequence numbers only).")
 @click.option("--samples", is_flag=True,
               help="Also write every RTT sample (ts, connection = flow_id, half, rtt, path_rtt; "
-                   "seconds) to the Parquet file -o.")
+                   "seconds) to the table -o (format from its suffix).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Where --samples writes.")
+              help="Where --samples writes: .parquet, .arrow, .csv, .tsv or .json.")
+@filter_options("flows")
 @json_option
 def command(input_path, column, per, classes, bins, max_classes, idle_timeout, timestamps,
-            samples, output, as_json):
+            samples, output, filter_, proto, as_json):
     """Print the RTT distribution, spectrum and RTT classes of INPUT (capture, packets or flows
-    Parquet), and the minimum RTT of every path."""
+    Parquet), and the minimum RTT of every path.
+
+    With --column auto (the default) the column comes from the capture's vantage point, the same
+    choice report and fit make (traceflow.flows.rtt.rtt_column); a warning says when it and the
+    handshake RTT disagree by more than 3 times.
+
+    \b
+    Examples:
+      traceflow rtt trace.pcap
+      traceflow rtt trace.pcap --per /24 --classes 10ms,100ms --filter "server_port = 443"
+      traceflow rtt trace.pcap --samples -o samples.parquet
+      traceflow rtt flows.parquet --column rtt_handshake --per connection --json
+    """
+    from traceflow.errors import warn
     from traceflow.flows.rtt import rtt_summary
+    from traceflow.output import table_format
+    from traceflow.selection import select_rows
 
     try:
         wanted = _classes(classes)
@@ -65,9 +80,13 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
         raise TraceflowError(f"--classes: {exc}") from None
     if samples != (output is not None):
         raise TraceflowError("--samples and -o go together")
-    table = _flows(input_path, idle_timeout, timestamps, output)
+    if output is not None:
+        table_format(output)  # an unknown suffix fails before any work
+    table = select_rows(_flows(input_path, idle_timeout, timestamps, output), filter_, proto)
     summary = rtt_summary(table.filter(table["proto"] == 6), column=column, per=per,
                           classes=wanted, bins=bins, max_classes=max_classes)
+    if summary["warning"]:
+        warn(summary["warning"])
     if as_json:
         echo_json(summary)
         return
@@ -83,43 +102,42 @@ def _flows(input_path, idle_timeout, timestamps, samples_path):
     if input_kind(input_path) == "flows":
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)
-    from traceflow.atomic import atomic_path
     from traceflow.flows import flows_with_rtt_samples, scan_packets
+    from traceflow.output import write_table
 
     table, samples = flows_with_rtt_samples(scan_packets(input_path), idle_timeout=idle_timeout,
                                             timestamps=timestamps)
-    with atomic_path(samples_path) as tmp:
-        samples.write_parquet(tmp)
+    write_table(samples, samples_path)
     return table
 
 
 def _print(summary):
     q = summary["quantiles"]
-    if summary["vantage"] is not None:                 # --column auto
-        click.echo(f"vantage point: {summary['vantage']} ({VANTAGE[summary['vantage']]})")
-        click.echo(f"RTT of a connection: {summary['column']} ({WHY[summary['column']]})")
+    click.echo(f"vantage point: {summary['vantage']} ({VANTAGE[summary['vantage']]})")
+    click.echo(f"RTT of a connection: {summary['column']} ({summary['column_reason']})")
     unit = "" if summary["per"] == "connection" else f", minimum per path ({summary['per']})"
     click.echo(f"{q['n']} TCP flows with {summary['column']}{unit} (of {summary['flows']})")
     if q["n"] == 0:
         return
     paths = summary["paths"]
     if paths:
-        click.echo(f"{len(paths)} paths, minimum RTT (ms):")
+        click.echo(f"{len(paths)} paths, minimum RTT:")
         for row in paths[:MAX_PATH_LINES]:
-            click.echo(f"  {row['host_a']} - {row['host_b']}: {row['rtt_min'] * 1e3:.3f} "
+            click.echo(f"  {row['host_a']} - {row['host_b']}: {units.duration(row['rtt_min'])} "
                        f"({row['connections']} connections)")
         if len(paths) > MAX_PATH_LINES:
             click.echo(f"  ... {len(paths) - MAX_PATH_LINES} more (--json lists all)")
-    click.echo("quantiles (ms): " + ", ".join(
-        f"{k} {v * 1e3:.3f}" for k, v in q.items() if k.startswith("p")))
+    click.echo("quantiles: " + ", ".join(
+        f"{k} {units.duration(v)}" for k, v in q.items() if k.startswith("p")))
     peak = max(row["count"] for row in summary["spectrum"]) or 1
-    click.echo("spectrum: log10(RTT/10us)  count")
+    click.echo("spectrum: log10(RTT/10us)  RTT from  count")
     for row in summary["spectrum"]:
         bar = "#" * round(40 * row["count"] / peak)
-        click.echo(f"  {row['left']:6.2f} {row['count']:8d} {bar}")
+        click.echo(f"  {row['left']:6.2f} {units.duration(row['rtt_left']):>10} {row['count']:8d} "
+                   f"{bar}")
     c = summary["classes"]
     if c:
-        bounds = ", ".join(f"{b * 1e3:.3f}" for b in c["boundaries"]) or "-"
-        click.echo(f"{c['n_classes']} RTT classes ({c['method']}), boundaries (ms): {bounds}")
+        bounds = ", ".join(units.duration(b) for b in c["boundaries"]) or "none"
+        click.echo(f"{c['n_classes']} RTT classes ({c['method']}), boundaries: {bounds}")
         for k, (n, med) in enumerate(zip(c["counts"], c["medians"])):
-            click.echo(f"  class {k}: {n} flows, median {med * 1e3:.3f} ms")
+            click.echo(f"  class {k}: {n} flows, median {units.duration(med)}")

@@ -22,7 +22,7 @@ from traceflow.errors import ScenarioError
 from . import _sim
 from .result import Result, summarize
 from .scenario import HookContext, QueueContext, load_scenario, tcp_for
-from .topology import build_network, path_delay, routes
+from .topology import build_network, path_delay, path_transmission, routes
 
 NS = 1_000_000_000
 
@@ -160,13 +160,21 @@ class Built:
             one_way = path_delay(self.net, self.nxt, si, di)
             # a host's delay line holds the packets it sends, so each adds once to the RTT
             extra_src = extra_dst = g.extra_delay
+            tx = 0.0
             if rows is not None and np.isfinite(rows[2][i]):
                 # the flow's RTT beyond the topology's, split between the two ends as the
-                # trace saw it on either side of its capture point (sender = server)
-                added = max(0.0, rows[2][i] - 2 * one_way)
+                # trace saw it on either side of its capture point (sender = server); the
+                # trace's handshake RTT holds its packets' transmission times, which the
+                # simulated links add again (bottleneck capture: the SYN/ACK on every hop, the
+                # SYN and the ACK on the reverse hops, all header-only)
+                hdr = sc.simulation.tcp_header
+                tx = (path_transmission(self.net, self.nxt, si, di, hdr)
+                      + path_transmission(self.net, self.nxt, di, si, hdr))
+                added = max(0.0, rows[2][i] - 2 * one_way - tx)
                 share = rows[4][i] if rows[4] is not None and np.isfinite(rows[4][i]) else 0.5
                 extra_src, extra_dst = share * added, (1 - share) * added
-            base_rtt = 2 * one_way + extra_src + extra_dst
+            # a trace flow's base RTT is its zero-load handshake RTT, as the trace measured it
+            base_rtt = 2 * one_way + extra_src + extra_dst + tx
             flow = self.sim.add_flow(g.cls, base_rtt)
             self.flows.append(FlowInfo(flow, gi, g.kind, g.transport, s, d, g.cls, base_rtt))
             key = (gi, i)

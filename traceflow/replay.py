@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from traceflow.errors import InputFormatError, ScenarioError
+from traceflow.errors import InputFormatError, ScenarioError, warn
 from traceflow.models.model import Hosts, Model
 from traceflow.values import apply_overrides, merge, read_toml
 
@@ -351,5 +351,23 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
         "host_settings": host_settings(hosts),
         "pcap": BOTTLENECK_PCAP,
     }
+    warning = spurious_timeouts(result.summary)
+    result.summary["replay"]["warnings"] = [warning] if warning else []
     result.write(out_dir)
+    if warning:
+        warn(warning, path=out_dir)
     return result
+
+
+def spurious_timeouts(summary):
+    """A warning when the run's senders timed out although the bottleneck lost nothing: the
+    retransmission timer fired before an ACK could come back, so the replayed RTTs (queueing on a
+    bottleneck slower than the trace's) or the minimum RTO do not fit the traffic; most often the
+    capacity estimate is too low (``traceflow fit`` says when it is a guess; give --capacity)."""
+    timeouts, loss = summary.get("timeouts") or 0, summary.get("loss_rate")
+    if timeouts and not loss:
+        return (f"{timeouts} retransmission timeouts with no loss at the bottleneck: timers fired "
+                f"before ACKs returned (bottleneck {summary.get('bottleneck_rate_bps', 0) / 1e6:.3g} "
+                "Mbit/s); check the capacity (--set topology.bottleneck.rate=RATE or fit "
+                "--capacity) and the minimum RTO")
+    return None

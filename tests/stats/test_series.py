@@ -49,14 +49,14 @@ def test_parse_duration_exact():
         parse_duration("0s")
 
 
-def test_binning_by_hand_with_empty_bins_and_epoch_alignment():
+def test_binning_by_hand_with_empty_bins_aligned_to_the_first_packet():
     t0 = 1_700_000_000_003 * MS  # not a multiple of 10 ms
-    ts = [t0, t0 + 6 * MS, t0 + 7 * MS, t0 + 41 * MS]
+    ts = [t0, t0 + 6 * MS, t0 + 10 * MS, t0 + 41 * MS]
     s = link_series(packets(ts, [100, 200, None, 400], wirelen=[114, 214, 60, 414]), "10ms")
     t = s.get_column("t").cast(pl.Int64).to_numpy()
     assert s.schema["t"] == pl.Datetime("ns")
-    assert t[0] == (t0 // (10 * MS)) * 10 * MS and np.all(np.diff(t) == 10 * MS)
-    # first bin [..000, ..010): packets at +3 ms, +9 ms; the second holds +10 ms; non-IP → wirelen
+    assert t[0] == t0 and np.all(np.diff(t) == 10 * MS)
+    # first bin [t0, t0 + 10 ms): packets at +0, +6 ms; the second holds +10 ms; non-IP → wirelen
     assert s.get_column("packets").to_list() == [2, 1, 0, 0, 1]
     assert s.get_column("bytes").to_list() == [300, 60, 0, 0, 400]
     assert s.get_column("bytes").dtype == pl.Int64

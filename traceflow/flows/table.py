@@ -89,7 +89,8 @@ FLOW_SCHEMA = {
 def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True):
     """Build the flow table of a packets table (see the module docstring for the rules).
 
-    ``packets``: a pyarrow Table, Polars DataFrame or LazyFrame with the packets schema
+    ``packets``: the path of a capture or packets Parquet table, or a pyarrow Table, Polars
+    DataFrame or LazyFrame with the packets schema
     (:mod:`traceflow.pcap.schema`; only ts, wirelen, ip_version, src, dst, ip_len, proto, sport,
     dport, tcp_flags, seq, ack, payload_len, tsval, tsecr are read). ``idle_timeout``: seconds.
     ``partitions``: split the work into that many disjoint sets of endpoint pairs (hash of the
@@ -112,7 +113,7 @@ def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timesta
 def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples):
     if idle_timeout is None or not idle_timeout > 0:
         raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
-    lf = _as_lazy(packets)
+    lf = scan_packets(packets) if isinstance(packets, (str, Path)) else _as_lazy(packets)
     missing = [c for c in _PACKET_COLUMNS if c not in lf.collect_schema().names()]
     if missing:
         raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")

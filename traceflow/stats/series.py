@@ -1,9 +1,9 @@
 """Packets → binned link time series, aggregation to coarser scales, and loading of 1-D inputs.
 
 A *series* is a Polars frame ``t`` (bin start, timestamp[ns]), ``bytes`` (int64), ``packets``
-(int64), one row per bin of a fixed width, empty bins included as zeros. Bins are aligned to
-integer multiples of the bin width since the epoch (so two captures of the same period bin alike),
-and all arithmetic on time is integer nanoseconds.
+(int64), one row per bin of a fixed width, empty bins included as zeros. Bins start at the first
+packet (or at a given ``start``, to bin two captures of the same period alike), so a series at any
+bin width covers the same span, and all arithmetic on time is integer nanoseconds.
 
 Bytes are IP bytes (``ip_len``, correct for snaplen-truncated captures); non-IP packets count their
 ``wirelen``. ``size="wirelen"`` counts link-layer frame lengths instead.
@@ -112,14 +112,13 @@ def address_mask(column: pa.ChunkedArray | pa.Array, cidr: str) -> np.ndarray:
     return ok & valid
 
 
-def select_packets(packets, direction: str | None = None, filter: str | None = None) -> pl.DataFrame:
-    """Apply a ``direction`` (``src:CIDR`` / ``dst:CIDR``) and a SQL ``filter`` to a packets table."""
-    df = _as_frame(packets)
-    if filter:
-        try:
-            df = df.filter(pl.sql_expr(filter))
-        except Exception as exc:  # Polars raises several types for SQL syntax/column errors
-            raise TraceflowError(f"bad --filter {filter!r}: {str(exc).splitlines()[0]}") from exc
+def select_packets(packets, direction: str | None = None, filter: str | None = None,
+                   proto: str | None = None) -> pl.DataFrame:
+    """Apply a ``direction`` (``src:CIDR`` / ``dst:CIDR``), a SQL ``filter`` and ``proto``
+    (``tcp``/``udp``; :mod:`traceflow.selection`) to a packets table."""
+    from traceflow.selection import select_rows
+
+    df = select_rows(_as_frame(packets), filter, proto)
     if direction:
         side, sep, cidr = direction.partition(":")
         if not sep or side not in ("src", "dst"):
@@ -131,16 +130,17 @@ def select_packets(packets, direction: str | None = None, filter: str | None = N
     return df
 
 
-def link_series(packets, bin="10ms", direction=None, filter=None, *, size="ip_len",
+def link_series(packets, bin="10ms", direction=None, filter=None, *, proto=None, size="ip_len",
                 start=None, end=None) -> pl.DataFrame:
     """Bytes and packets per bin of width ``bin`` (a duration string or int ns).
 
     ``start`` / ``end`` (timestamp-like or int ns) fix the covered range — useful to compare two
-    series over the same period; by default it runs from the bin holding the first packet to the
-    bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins are zeros.
+    series over the same period; by default it runs from the first packet (the first bin starts
+    there) to the bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins
+    are zeros.
     """
     width = parse_duration(bin)
-    df = select_packets(packets, direction, filter)
+    df = select_packets(packets, direction, filter, proto)
     if "ts" not in df.columns:
         raise InputFormatError("packets table has no 'ts' column")
     ts = df.get_column("ts").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
@@ -156,7 +156,7 @@ def link_series(packets, bin="10ms", direction=None, filter=None, *, size="ip_le
     hi = _ns(end) if end is not None else (int(ts.max()) + 1 if ts.size else None)
     if lo is None or hi is None or hi <= lo:
         return pl.DataFrame(schema=SERIES_SCHEMA)
-    first = (lo // width) * width
+    first = lo
     nbins = -(-(hi - first) // width)
     keep = (ts >= lo) & (ts < hi)
     idx = (ts[keep] - first) // width
@@ -284,7 +284,8 @@ def is_timed(path) -> bool:
 
 
 def read_packets(path) -> pl.DataFrame:
-    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame."""
+    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame
+    (``traceflow.load_packets``)."""
     from traceflow.pcap.reader import read_packets as _read  # lazy: the decoder is heavy
 
     return _as_frame(_read(path))
@@ -315,7 +316,7 @@ class LoadedSeries:
     frame: pl.DataFrame | None = field(default=None, repr=False)
 
 
-def load_series(path, *, column=None, bin=None, direction=None, filter=None,
+def load_series(path, *, column=None, bin=None, direction=None, filter=None, proto=None,
                 default_bin="10ms", default_column="bytes") -> LoadedSeries:
     """Load a 1-D series from a capture, a packets table, a series table, or any table + column.
 
@@ -331,14 +332,15 @@ def load_series(path, *, column=None, bin=None, direction=None, filter=None,
         df = read_table(path)
         kind = "packets" if is_packets(df) else "series" if is_series(df) else "table"
     if kind in ("capture", "packets"):
-        frame = link_series(df, bin or default_bin, direction, filter)
+        frame = link_series(df, bin or default_bin, direction, filter, proto=proto)
         col = column or default_column
         if col not in ("bytes", "packets"):
             raise TraceflowError(f"--column for a capture or packets table is bytes or packets, not {col!r}")
         return LoadedSeries(frame.get_column(col).to_numpy().astype(np.float64),
                             parse_duration(bin or default_bin), col, kind, frame)
-    if direction or filter:
-        raise TraceflowError("--direction/--filter apply to captures and packets tables only", path=path)
+    if direction or filter or proto:
+        raise TraceflowError("--direction/--filter/--proto apply to captures and packets tables "
+                             "only", path=path)
     if kind == "series":
         frame = df.select("t", "bytes", "packets").with_columns(pl.col("t").cast(pl.Datetime("ns")))
         width = bin_width(frame) if frame.height > 1 else None
@@ -367,3 +369,6 @@ def column_values(df: pl.DataFrame, column: str, *, path=None) -> np.ndarray:
     elif not s.dtype.is_numeric() and s.dtype != pl.Boolean:
         raise InputFormatError(f"column {column!r} is {s.dtype}, not numeric", path=path)
     return s.drop_nulls().cast(pl.Float64).to_numpy()
+
+
+load_packets = read_packets
