@@ -3,7 +3,7 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import Duration, echo_json, filter_options, json_option
+from traceflow.cli.options import Duration, filter_options, json_option, warn_then_json
 from traceflow.cli.series import DIRECTION_HELP
 
 
@@ -36,7 +36,6 @@ def command(input, bin_, methods, column, direction, filter_, proto, margin, as_
       traceflow hurst trace.pcap --bin 100ms --method wavelet,whittle --proto tcp
       traceflow hurst series.parquet --column packets --json
     """
-    from traceflow.errors import warn
     from traceflow.stats.hurst import estimate
     from traceflow.stats.series import format_duration, load_series
 
@@ -47,10 +46,7 @@ def command(input, bin_, methods, column, direction, filter_, proto, margin, as_
     summary["column"] = loaded.column
     summary["bin"] = format_duration(loaded.bin_ns) if loaded.bin_ns else None
     quality = report.quality()
-    for flag in quality.flags:
-        warn(f"Hurst: {flag.message}")
-    if as_json:
-        echo_json(summary)
+    if warn_then_json(quality, "Hurst", summary, as_json):
         return
     click.echo(f"n = {report.n} ({loaded.column}" + (f" per {summary['bin']} bin)" if summary["bin"] else ")"))
     unit = f" (x {summary['bin']})" if summary["bin"] else " samples"

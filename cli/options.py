@@ -16,6 +16,18 @@ def echo_json(obj):
     click.echo(dumps(obj))
 
 
+def warn_then_json(quality, what, summary, as_json):
+    """Warn each of ``quality``'s flags (``what``: message), then echo ``summary`` as JSON when
+    ``as_json``; True when it did (the command's text output is not wanted)."""
+    from traceflow.errors import warn
+
+    for flag in quality.flags:
+        warn(f"{what}: {flag.message}")
+    if as_json:
+        echo_json(summary)
+    return as_json
+
+
 def progress(iterable=None, length=None, label=None):
     """A progress bar on stderr (hidden when stderr is not a terminal)."""
     return click.progressbar(iterable, length=length, label=label, file=sys.stderr,

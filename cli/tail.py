@@ -3,7 +3,7 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import echo_json, filter_options, json_option
+from traceflow.cli.options import filter_options, json_option, warn_then_json
 
 
 def load_column(path, column, filter_=None, proto=None):
@@ -60,7 +60,6 @@ def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, filte
       traceflow tail flows.parquet --column duration --proto tcp --bootstrap 200
       traceflow tail flows.parquet --column packets --threshold 50 --filter "server_port = 80"
     """
-    from traceflow.errors import warn
     from traceflow.stats.tails import analyze
 
     values = load_column(flows, column, filter_, proto)
@@ -68,10 +67,7 @@ def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, filte
                      discrete=discrete, min_tail=min_tail)
     summary = {"column": column, **report.summary()}
     quality = report.quality()
-    for flag in quality.flags:
-        warn(f"{column} tail: {flag.message}")
-    if as_json:
-        echo_json(summary)
+    if warn_then_json(quality, f"{column} tail", summary, as_json):
         return
     p, h, c = report.pareto, report.hill, report.chi2
     click.echo(f"{column}: n = {p.n}" + (f" ({report.dropped} non-positive dropped)" if report.dropped else "")
