@@ -18,9 +18,9 @@ INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
 def flows_of_file(path, idle_timeout=300.0, partitions=1):
     """The flow table of one capture or packets Parquet file; the task :func:`flows_dataset`
     maps over the input files (top level, so worker processes can import it)."""
-    from traceflow.flows import flows, scan_packets
+    from traceflow.flows import flows
 
-    return flows(scan_packets(path), idle_timeout=idle_timeout, partitions=partitions)
+    return flows(path, idle_timeout=idle_timeout, partitions=partitions)
 
 
 def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor="local",

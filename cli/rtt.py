@@ -84,9 +84,9 @@ def _flows(input_path, idle_timeout, timestamps, samples_path):
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)
     from traceflow.atomic import atomic_path
-    from traceflow.flows import flows_with_rtt_samples, scan_packets
+    from traceflow.flows import flows_with_rtt_samples
 
-    table, samples = flows_with_rtt_samples(scan_packets(input_path), idle_timeout=idle_timeout,
+    table, samples = flows_with_rtt_samples(input_path, idle_timeout=idle_timeout,
                                             timestamps=timestamps)
     with atomic_path(samples_path) as tmp:
         samples.write_parquet(tmp)
