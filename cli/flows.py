@@ -11,6 +11,8 @@ from traceflow.cli.options import Duration, echo_json, json_option
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
+#: the flow columns the summary reads
+SUMMARY_COLUMNS = ("proto", "close", "handshake", "packets", "bytes", "source")
 #: what a directory input is searched for (recursively): captures and packets Parquet tables
 INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
 
@@ -66,8 +68,7 @@ def command(inputs, output, dataset, idle_timeout, partitions, executor, workers
     """
     import polars as pl
 
-    from traceflow.atomic import atomic_path
-    from traceflow.flows import load_flows
+    from traceflow.flows.table import load_flows, write_flows
     from traceflow.flows.lifetimes import flows_summary
     from traceflow.scale.parallel import expand_paths, resolve_executor
 
@@ -83,11 +84,13 @@ def command(inputs, output, dataset, idle_timeout, partitions, executor, workers
     else:
         if dataset or executor or workers or scheduler:
             raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
-        table = load_flows(expand_paths(inputs, INPUT_PATTERNS), idle_timeout=idle_timeout,
-                           partitions=partitions)
+        files = expand_paths(inputs, INPUT_PATTERNS)
         if output:
-            with atomic_path(output) as tmp:
-                table.write_parquet(tmp)
+            table = write_flows(files, output, columns=SUMMARY_COLUMNS, idle_timeout=idle_timeout,
+                                partitions=partitions)
+        else:
+            table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
+                               columns=SUMMARY_COLUMNS)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]
     summary = flows_summary(table)

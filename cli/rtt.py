@@ -14,6 +14,9 @@ VANTAGE = {  # what the far half of the path (capture -> far host -> capture) is
 WHY = {"rtt_min": "per-connection minimum path RTT, both halves around the capture summed",
        "rtt_handshake": "handshake RTT: fewer connections have a path RTT in both halves"}
 MAX_PATH_LINES = 20
+#: the flow columns the summary reads
+FLOW_COLUMNS = ["proto", "client_addr", "server_addr", "payload_bytes_c2s", "payload_bytes_s2c",
+                *COLUMNS[1:]]
 
 
 def _classes(text):
@@ -79,7 +82,8 @@ def _flows(input_path, idle_timeout, timestamps, samples_path):
     from traceflow.flows import input_kind, load_flows
 
     if samples_path is None:
-        return load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps)
+        return load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps,
+                          columns=FLOW_COLUMNS)
     if input_kind(input_path) == "flows":
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)

@@ -179,8 +179,8 @@ cdef class FlowSplitter:
     timestamp far ahead expires nothing — is more than ``idle_ns`` past the pair's last packet;
     pairs are checked whenever the clock has advanced by an eighth of ``idle_ns``.
     """
-    cdef readonly int64_t idle_ns, n_conns, n_open
-    cdef int64_t n_pairs_cap, next_sweep, free_pair, n_rows
+    cdef readonly int64_t idle_ns, n_conns, n_open, n_rows
+    cdef int64_t n_pairs_cap, next_sweep, free_pair
     cdef object _pk, _pp, _pd, _rows_arr, _table_arr
     cdef uint64_t[:, :] pkey        # pair -> a_hi, a_lo, b_hi, b_lo
     cdef int64_t[:, :] p            # pair -> PAIR_FIELDS (P_USED: 0 free, 1 used; free list in P_CONN)
@@ -333,6 +333,22 @@ cdef class FlowSplitter:
             out[name] = out[name].view(np.uint64)
         self._reset_rows()
         return out
+
+    def min_start(self):
+        """The earliest start (ns) of the open connections and of the finished ones not yet
+        handed out by :meth:`finished`, None without any."""
+        cdef int64_t q, best = 0
+        cdef bint found = False
+        for q in range(self.n_pairs_cap):
+            if self.p[q, P_USED] and self.p[q, P_CONN] >= 0 and (
+                    not found or self.p[q, P_START] < best):
+                best = self.p[q, P_START]
+                found = True
+        for q in range(self.n_rows):
+            if not found or self.rows[q, 4 + P_START] < best:
+                best = self.rows[q, 4 + P_START]
+                found = True
+        return best if found else None
 
     def close(self):
         """End of the input: finish every open connection (``at_end`` = 1)."""

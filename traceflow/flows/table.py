@@ -86,7 +86,8 @@ FLOW_SCHEMA = {
 }
 
 
-BATCH_ROWS = 1 << 16  # packets per batch when streaming an input
+BATCH_ROWS = 1 << 16    # packets per batch when streaming an input
+COLLECT_ROWS = 1 << 13  # finished connections turned into flow rows at a time
 
 
 def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS):
@@ -116,31 +117,56 @@ def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timesta
 
 
 def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, batch_size):
-    if idle_timeout is None or not idle_timeout > 0:
-        raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
-    if batch_size < 1:
-        raise InputFormatError(f"batch size must be positive, got {batch_size!r}")
-    streams = []
+    parts = []
     for k in range(partitions):
-        stream = FlowStream(idle_timeout=idle_timeout, timestamps=timestamps,
-                            want_samples=want_samples, part=(k, partitions))
-        for batch in packet_batches(packets, batch_size):
-            stream.feed(batch)
-        streams.append(stream.finish())
-    out = pl.concat([table.with_columns(part=pl.lit(k)) for k, (table, _) in enumerate(streams)],
-                    how="vertical")
-    out = out.sort(["start", "proto", "client_addr", "client_port", "server_addr", "server_port",
-                    "part", "conn"], nulls_last=True, maintain_order=True)
-    out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
-    table = out.select([pl.col(c).cast(t) for c, t in FLOW_SCHEMA.items()])
+        chunks, stream = [], None
+        for chunk, stream in flow_chunks(packets, idle_timeout=idle_timeout, timestamps=timestamps,
+                                         want_samples=want_samples, part=(k, partitions),
+                                         batch_size=batch_size):
+            chunks.append(chunk)
+        parts.append((pl.concat(chunks, how="vertical").with_columns(part=pl.lit(k)), stream))
+    out = pl.concat([table for table, _ in parts], how="vertical")
+    if partitions > 1 or not parts[0][1].in_order:
+        out = out.sort([*SORT_KEY[:-1], "part", "conn"], nulls_last=True, maintain_order=True)
+        out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    table = out.select(list(FLOW_SCHEMA))
     if not want_samples:
         return table, None
     from traceflow.flows.pathrtt import labelled_samples
 
     keys = out.select("part", "conn", "flow_id", "client_is_a")
-    samples = pl.concat([labelled_samples(path, keys.filter(pl.col("part") == k).drop("part"))
-                         for k, (_, path) in enumerate(streams)])
+    samples = pl.concat([labelled_samples(stream.path_samples(),
+                                          keys.filter(pl.col("part") == k).drop("part"))
+                         for k, (_, stream) in enumerate(parts)])
     return table, samples.sort("ts", "connection", maintain_order=True)
+
+
+def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
+                batch_size=BATCH_ROWS):
+    """Stream the flow table of ``packets`` (as :func:`flows`): yields ``(chunk, stream)``, each
+    chunk a DataFrame of flows (:data:`FLOW_SCHEMA` plus the splitter's ``conn`` and
+    ``client_is_a``) with consecutive ``flow_id`` s, in start order, as soon as no open or
+    later connection can start before them; ``stream`` is the :class:`FlowStream`. If
+    ``stream.in_order`` is False at the end, a connection started before flows already handed
+    out (timestamps out of order): sort the concatenated chunks by :data:`SORT_KEY` and number
+    them again."""
+    if idle_timeout is None or not idle_timeout > 0:
+        raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
+    if batch_size < 1:
+        raise InputFormatError(f"batch size must be positive, got {batch_size!r}")
+    stream = FlowStream(idle_timeout=idle_timeout, timestamps=timestamps,
+                        want_samples=want_samples, part=part)
+    for batch in packet_batches(packets, batch_size):
+        stream.feed(batch)
+        chunk = stream.release()
+        if chunk.height:
+            yield chunk, stream
+    stream.finish()
+    yield stream.release(), stream
+
+
+#: the order of the flow table (``conn``, the connection's number, breaks exact ties)
+SORT_KEY = ["start", "proto", "client_addr", "client_port", "server_addr", "server_port", "conn"]
 
 
 class FlowStream:
@@ -148,9 +174,10 @@ class FlowStream:
 
     Keeps the state of the open connections only (:class:`traceflow.flows.flowsplit.FlowSplitter`
     and :class:`traceflow.flows.rttsample.RttSampler`, plus the RTT samples of the open
-    connections, which their quantiles need) and turns every connection into its flow row as
-    soon as it is finished. ``part``: (k, n) keeps only the endpoint pairs in hash partition k
-    of n. ``want_samples``: also keep every RTT sample for :meth:`finish`.
+    connections, which their quantiles need), turns every connection into its flow row as soon
+    as it is finished, and :meth:`release` s the finished flows in start order. ``part``: (k, n)
+    keeps only the endpoint pairs in hash partition k of n. ``want_samples``: also keep every
+    RTT sample (:meth:`path_samples`).
     """
 
     def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1)):
@@ -161,11 +188,16 @@ class FlowStream:
         self.splitter = FlowSplitter(self.idle_ns)
         self.sampler = RttSampler(self.idle_ns, timestamps)
         self.part = part
-        self.rows = 0          # packet rows fed (frame numbers)
-        self.carry = None      # packets the splitter has not consumed yet
-        self.pending = None    # RTT samples of open connections
-        self.trace_end = None  # timestamp (ns) of the last IP packet
-        self.done = []         # finished flow rows
+        self.rows = 0           # packet rows fed (frame numbers)
+        self.carry = None       # packets the splitter has not consumed yet
+        self.pending = None     # RTT samples of open connections
+        self.trace_end = None   # timestamp (ns) of the last IP packet
+        self.last_ts = None     # timestamp (ns) of the last packet consumed
+        self.waiting = []       # finished flow rows not released yet
+        self.released = 0       # flows released (the next flow_id)
+        self.last_start = None  # start (ns) of the latest released flow
+        self.in_order = True    # no finished flow started before a released one
+        self.ended = False
         self.samples = [] if want_samples else None
 
     def feed(self, batch):
@@ -182,20 +214,47 @@ class FlowStream:
             self._run(df, final=False)
 
     def finish(self):
-        """End of input. Returns ``(flows, samples)``: the flow rows (FLOW_SCHEMA without
-        ``flow_id``, plus the splitter's ``conn`` and ``client_is_a``) and, with
-        ``want_samples``, the path RTT samples (:func:`traceflow.flows.pathrtt.path_samples`)."""
+        """End of input: every open connection is finished (:meth:`release` hands them out)."""
         self._run(None, final=True)
         self.splitter.close()
         self._collect()
-        empty = {c: t for c, t in FLOW_SCHEMA.items() if c != "flow_id"}
-        table = pl.concat([pl.DataFrame(schema={**empty, "conn": pl.Int64,
-                                                "client_is_a": pl.Boolean}), *self.done],
-                          how="vertical_relaxed")
-        samples = None
-        if self.samples:
-            samples = pl.concat(self.samples)
-        return table, samples
+        self.ended = True
+
+    def release(self):
+        """The finished flows no connection still open, or starting later in a monotone clock,
+        can precede, sorted by :data:`SORT_KEY` and numbered on (``flow_id``): a DataFrame with
+        :data:`FLOW_SCHEMA`, ``conn`` and ``client_is_a`` (possibly empty)."""
+        schema = {**FLOW_SCHEMA, "conn": pl.Int64, "client_is_a": pl.Boolean}
+        if not self.waiting:
+            return pl.DataFrame(schema=schema)
+        waiting = pl.concat(self.waiting, how="vertical")
+        mark = None if self.ended else self._watermark()
+        if mark is None:
+            ready, self.waiting = waiting, []
+        else:
+            early = pl.col("start").dt.epoch("ns") < mark
+            ready, self.waiting = waiting.filter(early), [waiting.filter(~early)]
+        ready = ready.sort(SORT_KEY, nulls_last=True, maintain_order=True).with_columns(
+            flow_id=pl.int_range(pl.len(), dtype=pl.Int64) + self.released)
+        self.released += ready.height
+        if ready.height:
+            self.last_start = ready["start"].dt.epoch("ns").max()
+        return ready.select([pl.col(c).cast(t) for c, t in schema.items()])
+
+    def path_samples(self):
+        """The path RTT samples of every finished connection (``want_samples``;
+        :func:`traceflow.flows.pathrtt.path_samples`)."""
+        return pl.concat(self.samples) if self.samples else None
+
+    def _watermark(self):
+        """No connection not yet collected (still open, finished in the splitter, or starting
+        after the packets consumed so far if the clock runs forward) starts before this time
+        (ns)."""
+        marks = [self.splitter.min_start(), self.last_ts]
+        if self.carry is not None:
+            marks.append(self.carry["ts"].min())
+        marks = [m for m in marks if m is not None]
+        return min(marks) if marks else None
 
     def _run(self, df, final):
         if self.carry is not None:
@@ -209,12 +268,14 @@ class FlowStream:
         if used == 0:
             return
         done = df.slice(0, used)
+        self.last_ts = done["ts"][-1]
         batch = {c: done[c].to_numpy() for c in _SAMPLER_COLUMNS}
         samples = self.sampler.feed({**batch, **out})
         samples = pl.DataFrame(samples).select("conn", "ts", "side", "rtt", "frame",
                                                 "opening_frame")
         self.pending = samples if self.pending is None else pl.concat([self.pending, samples])
-        self._collect()
+        if self.splitter.n_rows >= COLLECT_ROWS:   # finishing rows has a fixed cost per call
+            self._collect()
 
     def _collect(self):
         """Flow rows of the connections the splitter finished."""
@@ -225,6 +286,8 @@ class FlowStream:
         if rows["conn"].size == 0:
             return
         conns = pl.DataFrame(rows).select(*ROW_FIELDS)
+        if self.last_start is not None and conns["start"].min() <= self.last_start:
+            self.in_order = False
         ended = pl.col("conn").is_in(conns["conn"].implode())
         samples = self.pending.filter(ended)
         self.pending = self.pending.filter(~ended)
@@ -232,7 +295,7 @@ class FlowStream:
         conns = conns.join(connection_rtts(path), on="conn", how="left").with_columns(
             pl.col("rtt_samples").fill_null(0))
         conns = _close(_rtts(_columns(conns), self.idle_ns), self.idle_ns, self.trace_end)
-        self.done.append(_finish(conns))
+        self.waiting.append(_finish(conns))
         if self.samples is not None:
             self.samples.append(path)
 
@@ -452,26 +515,107 @@ def _file_batches(path, batch_size):
                                       columns=[c for c in _PACKET_COLUMNS if c in names])
 
 
-def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True):
+def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None):
     """Flows of one or more inputs (captures, packets Parquet or flows Parquet), concatenated.
 
     Each input gets its own flows (two captures of the same traffic are never merged) and a
     ``source`` column with its file name; ``flow_id`` is renumbered 0, 1, ... over the result.
-    ``idle_timeout``, ``partitions``, ``timestamps``: as :func:`flows`.
+    ``idle_timeout``, ``partitions``, ``timestamps``: as :func:`flows`. ``columns``: keep only
+    these columns (of the finished flows, as they are handed out), so long captures need memory
+    for these columns only.
     """
-    if isinstance(inputs, (str, Path)):
-        inputs = [inputs]
+    tables = []
+    for path in _whole(inputs):
+        chunks = []
+        keep = None if columns is None else list(dict.fromkeys([*columns, *SORT_KEY[:-1]]))
+        ordered = _input_flows(path, idle_timeout, partitions, timestamps,
+                               lambda c: chunks.append(c if keep is None else c.select(
+                                   [k for k in keep if k in c.columns])))
+        table = pl.concat(chunks, how="diagonal_relaxed")
+        if not ordered:
+            table = _resorted(table)
+        if columns is not None:
+            table = table.select([c for c in columns if c in table.columns])
+        tables.append(table.with_columns(source=pl.lit(Path(path).name)))
+    out = pl.concat(tables, how="diagonal_relaxed")
+    if "flow_id" in out.columns:
+        out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    return out
+
+
+def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True):
+    """Write :func:`load_flows` ``(inputs)`` to the Parquet file ``output`` (atomically) chunk
+    by chunk, so memory does not grow with the captures' length; returns its ``columns``.
+
+    If an input's timestamps ran backwards across flows already written, its flows are read
+    back and sorted in memory. Inputs that are flows tables are read whole."""
+    import pyarrow.parquet as pq
+
+    from traceflow.atomic import atomic_path
+
+    files = _whole(inputs)
+    if any(input_kind(path) == "flows" for path in files):
+        table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
+                           timestamps=timestamps)
+        with atomic_path(output) as tmp:
+            table.write_parquet(tmp)
+        return table.select(columns)
+    kept, written, writer = [], 0, None
+
+    def append(chunk):
+        nonlocal writer, written
+        chunk = chunk.with_columns(flow_id=pl.col("flow_id") + first, source=pl.lit(name))
+        table = chunk.to_arrow()
+        writer = writer or pq.ParquetWriter(tmp, table.schema)
+        writer.write_table(table)
+        kept.append(chunk.select(columns))
+        written += chunk.height
+
+    with atomic_path(output) as tmp:
+        try:
+            for path in files:
+                name, first = Path(path).name, written
+                if not _input_flows(path, idle_timeout, partitions, timestamps, append):
+                    writer.close()                  # sort this input's flows in memory
+                    table = pl.read_parquet(tmp)
+                    late = pl.col("flow_id") >= first
+                    table = pl.concat([table.filter(~late), _resorted(table.filter(late))
+                                      .with_columns(flow_id=pl.col("flow_id") + first)])
+                    writer = pq.ParquetWriter(tmp, table.to_arrow().schema)
+                    writer.write_table(table.to_arrow())
+                    kept = [table.select(columns)]
+        finally:
+            if writer is not None:
+                writer.close()
+    return pl.concat(kept, how="vertical")
+
+
+def _whole(inputs):
     from traceflow.scale.parallel import whole_inputs
 
-    tables = []
-    for path in whole_inputs(inputs):
-        if input_kind(path) == "flows":
-            table = pl.read_parquet(path)
-        else:
-            table = flows(path, idle_timeout=idle_timeout, partitions=partitions,
-                          timestamps=timestamps)
-        tables.append(table.with_columns(source=pl.lit(Path(path).name)))
-    if not tables:
+    files = whole_inputs([inputs] if isinstance(inputs, (str, Path)) else inputs)
+    if not files:
         raise InputFormatError("no input files")
-    out = pl.concat(tables, how="diagonal_relaxed")
-    return out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    return files
+
+
+def _input_flows(path, idle_timeout, partitions, timestamps, sink):
+    """Hand the flows of one input to ``sink`` chunk by chunk (``flow_id`` from 0 on); returns
+    False when they came out of order (see :func:`flow_chunks`): sort them with
+    :func:`_resorted`."""
+    if input_kind(path) == "flows":
+        sink(pl.read_parquet(path))
+        return True
+    if partitions > 1:
+        sink(flows(path, idle_timeout=idle_timeout, partitions=partitions, timestamps=timestamps))
+        return True
+    stream = None
+    for chunk, stream in flow_chunks(path, idle_timeout=idle_timeout, timestamps=timestamps):
+        sink(chunk.drop("conn", "client_is_a"))
+    return stream.in_order
+
+
+def _resorted(table):
+    """``table`` in :data:`SORT_KEY` order (equal keys keep their order), numbered again."""
+    return table.sort(SORT_KEY[:-1], nulls_last=True, maintain_order=True).with_columns(
+        flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
