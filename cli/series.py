@@ -32,11 +32,14 @@ def command(input, bin_, direction, filter_, size, output, as_json):
     from traceflow.atomic import atomic_path
     from traceflow.errors import TraceflowError
     from traceflow.stats.series import (format_duration, is_packets, is_series, link_series,
-                                  parse_duration, read_packets, read_table, resample, table_kind)
+                                        packet_batches, parse_duration, read_table, resample,
+                                        stream_series, table_columns, table_kind)
 
     width = parse_duration(bin_)
-    if table_kind(input) == "capture":
-        frame = link_series(read_packets(input), width, direction, filter_, size=size)
+    kind = table_kind(input)
+    if kind == "capture" or (kind == "parquet" and {"ts", "wirelen"} <= set(table_columns(input))):
+        batches = packet_batches(input, direction=direction, filter=filter_)
+        frame = stream_series(batches, width, direction, filter_, size=size)
     else:
         table = read_table(input)
         if is_packets(table):

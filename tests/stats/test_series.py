@@ -165,3 +165,27 @@ def test_cli_series_errors_one_line(tmp_path):
         assert r.returncode == 2, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
         assert not out.exists()
+
+
+@pytest.mark.parametrize("batch", [1000, 1 << 16])
+def test_streamed_series_equals_whole_capture(tmp_path, batch):
+    """``traceflow series`` bins a capture or packets Parquet batch by batch (issue 17): the
+    same bins as binning the whole table, with a direction and a SQL filter too, whatever the
+    batch size and even with the batches in reverse time order."""
+    import pyarrow.parquet as pq
+
+    from traceflow.pcap.reader import read_packets as decode
+    from traceflow.stats.series import packet_batches, stream_series
+
+    path = shared_path("captures", "slips_test-cc-capture-1.pcap")
+    table = decode(path)
+    parquet = tmp_path / "packets.parquet"
+    pq.write_table(table, parquet)
+    for args in [("10ms", None, None), ("1s", "dst:141.193.0.0/16", "proto = 6 AND payload_len > 0")]:
+        whole = link_series(table, *args)
+        assert whole["packets"].sum() > 100
+        for source in (path, parquet):
+            batches = list(packet_batches(source, direction=args[1], filter=args[2],
+                                          batch_size=batch))
+            assert stream_series(batches, *args).equals(whole)
+            assert stream_series(batches[::-1], *args).equals(whole)

@@ -140,18 +140,7 @@ def link_series(packets, bin="10ms", direction=None, filter=None, *, size="ip_le
     bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins are zeros.
     """
     width = parse_duration(bin)
-    df = select_packets(packets, direction, filter)
-    if "ts" not in df.columns:
-        raise InputFormatError("packets table has no 'ts' column")
-    ts = df.get_column("ts").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
-    if size == "ip_len" and "ip_len" in df.columns:
-        sizes = df.select(pl.col("ip_len").cast(pl.Int64)
-                          .fill_null(pl.col("wirelen").cast(pl.Int64))).to_series()
-    elif size in ("ip_len", "wirelen") and "wirelen" in df.columns:
-        sizes = df.get_column("wirelen").cast(pl.Int64)
-    else:
-        raise InputFormatError(f"packets table has no {size!r} column")
-    sizes = sizes.fill_null(0).to_numpy()
+    ts, sizes = _times_and_sizes(select_packets(packets, direction, filter), size)
     lo = _ns(start) if start is not None else (int(ts.min()) if ts.size else None)
     hi = _ns(end) if end is not None else (int(ts.max()) + 1 if ts.size else None)
     if lo is None or hi is None or hi <= lo:
@@ -163,7 +152,52 @@ def link_series(packets, bin="10ms", direction=None, filter=None, *, size="ip_le
     counts = np.bincount(idx, minlength=nbins)
     # float64 partial sums of integers are exact below 2**53 bytes per bin (9 PB): cast back losslessly
     byte_sums = np.bincount(idx, weights=sizes[keep], minlength=nbins).astype(np.int64)
-    t = first + width * np.arange(nbins, dtype=np.int64)
+    return _series_frame(first, width, byte_sums, counts)
+
+
+def stream_series(batches, bin="10ms", direction=None, filter=None, *, size="ip_len"):
+    """:func:`link_series` of packets that come as record batches (pyarrow or Polars, any order
+    of time): each batch is selected and binned on its own into per-bin totals that grow at
+    either end as needed, so memory is one batch plus the bins, whatever the capture's length."""
+    width = parse_duration(bin)
+    first, counts, byte_sums = None, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    for batch in batches:
+        ts, sizes = _times_and_sizes(select_packets(batch, direction, filter), size)
+        if ts.size == 0:
+            continue
+        lo, hi = int(ts.min()) // width, int(ts.max()) // width
+        if first is None:
+            first = lo
+        grow_front, grow_back = max(first - lo, 0), max(hi - (first + counts.size - 1), 0)
+        if grow_front or grow_back:
+            counts = np.pad(counts, (grow_front, grow_back))
+            byte_sums = np.pad(byte_sums, (grow_front, grow_back))
+            first -= grow_front
+        idx = ts // width - first
+        counts += np.bincount(idx, minlength=counts.size)
+        byte_sums += np.bincount(idx, weights=sizes, minlength=counts.size).astype(np.int64)
+    if first is None:
+        return pl.DataFrame(schema=SERIES_SCHEMA)
+    return _series_frame(first * width, width, byte_sums, counts)
+
+
+def _times_and_sizes(df, size):
+    """Timestamps (int ns) and sizes (bytes, as ``size`` says) of the packets ``df``."""
+    if "ts" not in df.columns:
+        raise InputFormatError("packets table has no 'ts' column")
+    ts = df.get_column("ts").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
+    if size == "ip_len" and "ip_len" in df.columns:
+        sizes = df.select(pl.col("ip_len").cast(pl.Int64)
+                          .fill_null(pl.col("wirelen").cast(pl.Int64))).to_series()
+    elif size in ("ip_len", "wirelen") and "wirelen" in df.columns:
+        sizes = df.get_column("wirelen").cast(pl.Int64)
+    else:
+        raise InputFormatError(f"packets table has no {size!r} column")
+    return ts, sizes.fill_null(0).to_numpy()
+
+
+def _series_frame(first, width, byte_sums, counts):
+    t = first + width * np.arange(counts.size, dtype=np.int64)
     return pl.DataFrame({"t": t, "bytes": byte_sums, "packets": counts.astype(np.int64)}).with_columns(
         pl.col("t").cast(pl.Datetime("ns")))
 
@@ -281,6 +315,23 @@ def is_timed(path) -> bool:
         return True
     cols = set(table_columns(path))
     return {"ts", "wirelen"} <= cols or {"t", "bytes", "packets"} <= cols
+
+
+def packet_batches(path, *, direction=None, filter=None, batch_size=1 << 16):
+    """The packets of a capture or packets table in batches, with only the columns
+    :func:`stream_series` needs (all of them for a SQL ``filter``, which may name any)."""
+    if table_kind(path) == "capture":
+        from traceflow.pcap.reader import iter_batches  # lazy: the decoder is heavy
+
+        yield from iter_batches(path, batch_size=batch_size)
+        return
+    import pyarrow.parquet as pq
+
+    names = table_columns(path)
+    wanted = ["ts", "ip_len", "wirelen"] + ([direction.partition(":")[0]] if direction else [])
+    columns = None if filter else [c for c in wanted if c in names]
+    with pq.ParquetFile(path) as f:
+        yield from f.iter_batches(batch_size=batch_size, columns=columns)
 
 
 def read_packets(path) -> pl.DataFrame:
