@@ -7,7 +7,8 @@ import click
 import pyarrow.parquet as pq
 
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
-from traceflow.cli.options import Duration, echo_json, json_option
+from traceflow.cli.options import (Duration, echo_json, json_option, reorder_option,
+                                   warn_reordering)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
@@ -55,10 +56,11 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="Process the endpoint pairs in this many disjoint parts (bounds memory for "
                    "packet tables larger than RAM).")
+@reorder_option
 @executor_options
 @json_option
-def command(inputs, output, dataset, idle_timeout, partitions, executor, workers, scheduler,
-            as_json):
+def command(inputs, output, dataset, idle_timeout, partitions, reorder, executor, workers,
+            scheduler, as_json):
     """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet; files, globs
     or directories).
 
@@ -84,13 +86,14 @@ def command(inputs, output, dataset, idle_timeout, partitions, executor, workers
     else:
         if dataset or executor or workers or scheduler:
             raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
-        files = expand_paths(inputs, INPUT_PATTERNS)
+        files, notes = expand_paths(inputs, INPUT_PATTERNS), []
         if output:
             table = write_flows(files, output, columns=SUMMARY_COLUMNS, idle_timeout=idle_timeout,
-                                partitions=partitions)
+                                partitions=partitions, reorder=reorder, notes=notes)
         else:
             table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
-                               columns=SUMMARY_COLUMNS)
+                               columns=SUMMARY_COLUMNS, reorder=reorder, notes=notes)
+        warn_reordering(notes)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]
     summary = flows_summary(table)

@@ -1,7 +1,8 @@
 """``traceflow rtt``: path RTTs, RTT distribution, spectrum and classes of a trace."""
 import click
 
-from traceflow.cli.options import Duration, echo_json, json_option
+from traceflow.cli.options import (Duration, echo_json, json_option, reorder_option,
+                                   warn_reordering)
 from traceflow.errors import TraceflowError
 
 COLUMNS = ["auto", "rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", "rtt_syn",
@@ -55,9 +56,10 @@ def _classes(text):
                    "seconds) to the Parquet file -o.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --samples writes.")
+@reorder_option
 @json_option
 def command(input_path, column, per, classes, bins, max_classes, idle_timeout, timestamps,
-            samples, output, as_json):
+            samples, output, reorder, as_json):
     """Print the RTT distribution, spectrum and RTT classes of INPUT (capture, packets or flows
     Parquet), and the minimum RTT of every path."""
     from traceflow.flows.rtt import rtt_summary
@@ -68,7 +70,7 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
         raise TraceflowError(f"--classes: {exc}") from None
     if samples != (output is not None):
         raise TraceflowError("--samples and -o go together")
-    table = _flows(input_path, idle_timeout, timestamps, output)
+    table = _flows(input_path, idle_timeout, timestamps, output, reorder)
     summary = rtt_summary(table.filter(table["proto"] == 6), column=column, per=per,
                           classes=wanted, bins=bins, max_classes=max_classes)
     if as_json:
@@ -77,13 +79,16 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
     _print(summary)
 
 
-def _flows(input_path, idle_timeout, timestamps, samples_path):
+def _flows(input_path, idle_timeout, timestamps, samples_path, reorder):
     """The flow table of INPUT; with ``samples_path``, write its RTT samples there too."""
     from traceflow.flows import input_kind, load_flows
 
+    notes = []
     if samples_path is None:
-        return load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps,
-                          columns=FLOW_COLUMNS)
+        table = load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps,
+                           columns=FLOW_COLUMNS, reorder=reorder, notes=notes)
+        warn_reordering(notes)
+        return table
     if input_kind(input_path) == "flows":
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)
@@ -91,7 +96,9 @@ def _flows(input_path, idle_timeout, timestamps, samples_path):
     from traceflow.flows import flows_with_rtt_samples
 
     table, samples = flows_with_rtt_samples(input_path, idle_timeout=idle_timeout,
+                                            reorder=reorder, notes=notes,
                                             timestamps=timestamps)
+    warn_reordering((input_path, report) for report in notes)
     with atomic_path(samples_path) as tmp:
         samples.write_parquet(tmp)
     return table

@@ -64,3 +64,48 @@ def test_testbed_capture_streamed_and_partitions():
     assert whole.height > 20000
     assert flows(path, batch_size=10007).equals(whole)
     assert flows(path, partitions=3).equals(whole)
+
+
+def _disordered(packets, seed=3, max_delay_ms=300):
+    """``packets`` in the capture order of a merge of two interfaces whose packets reach the
+    capture file up to ``max_delay_ms`` late (timestamps unchanged)."""
+    import numpy as np
+
+    df = pl.from_arrow(packets)
+    rng = np.random.default_rng(seed)
+    delay = rng.integers(0, max_delay_ms * 10**6, df.height) * (np.arange(df.height) % 2)
+    key = df["ts"].dt.epoch("ns").to_numpy() + delay
+    return df[np.argsort(key, kind="stable")]
+
+
+def test_out_of_order_capture_gives_the_flows_of_its_sorted_version(tmp_path):
+    packets = read_packets(shared_path("captures", "slips_test-cc-capture-1.pcap"))
+    mixed = _disordered(packets)
+    sorted_flows = flows(mixed.sort("ts", maintain_order=True))  # equal timestamps keep order
+    assert not flows(mixed).equals(sorted_flows)          # the disorder does matter
+    notes = []
+    assert flows_with_rtt_samples(mixed, reorder=1.0, notes=notes)[0].equals(sorted_flows)
+    assert notes[0]["reordered"] > 1000 and notes[0]["late"] == notes[0]["steps"] == 0
+    # a window shorter than the disorder cannot fix it, and says so
+    notes = []
+    flows_with_rtt_samples(mixed, reorder=0.01, notes=notes)
+    assert notes[0]["late"] > 0
+    # the command re-orders by default and reports it
+    parquet = tmp_path / "mixed.parquet"
+    mixed.write_parquet(parquet)
+    out = tmp_path / "flows.parquet"
+    run = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "flows", str(parquet),
+                          "-o", str(out)], check=True, capture_output=True, text=True)
+    assert "re-ordered" in run.stderr and "could not" not in run.stderr
+    assert pl.read_parquet(out).drop("source").equals(sorted_flows)
+
+
+def test_backward_clock_step_is_reported_not_reordered():
+    """ppa_ftp-crack.pcap holds the same traffic twice, the second copy 44.6 s earlier: the
+    step is reported, nothing is moved across it."""
+    packets = read_packets(shared_path("captures", "ppa_ftp-crack.pcap"))
+    notes = []
+    table, _ = flows_with_rtt_samples(packets, reorder=1.0, notes=notes)
+    assert table.equals(flows(packets))
+    assert notes[0]["steps"] == 1 and notes[0]["largest_step_s"] == pytest.approx(44.602753)
+    assert notes[0]["reordered"] == notes[0]["late"] == 0

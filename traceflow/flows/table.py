@@ -90,7 +90,8 @@ BATCH_ROWS = 1 << 16    # packets per batch when streaming an input
 COLLECT_ROWS = 1 << 13  # finished connections turned into flow rows at a time
 
 
-def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS):
+def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS,
+          reorder=None):
     """Build the flow table of packets (see the module docstring for the rules).
 
     ``packets``: a capture or packets Parquet file (path), a pyarrow Table, Polars DataFrame or
@@ -102,28 +103,36 @@ def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_s
     disjoint sets of endpoint pairs (hash of the pair) one after the other, each one pass over
     the input (bounds the state of a capture with very many concurrent connections).
     ``timestamps``: False samples the path RTT columns from sequence numbers only, ignoring the
-    TCP timestamp option (:mod:`traceflow.flows.pathrtt`).
+    TCP timestamp option (:mod:`traceflow.flows.pathrtt`). ``reorder``: seconds; put the
+    packets in timestamp order within that window first (:mod:`traceflow.pcap.reorder`; None:
+    capture order, as Wireshark).
 
     Returns a Polars DataFrame, one row per flow, ordered by start, ``flow_id`` = 0, 1, ...
     """
-    return _flow_tables(packets, idle_timeout, partitions, timestamps, False, batch_size)[0]
+    return _flow_tables(packets, idle_timeout, partitions, timestamps, False, batch_size,
+                        reorder)[0]
 
 
 def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True,
-                           batch_size=BATCH_ROWS):
+                           batch_size=BATCH_ROWS, reorder=None, notes=None):
     """:func:`flows` and, from the same pass, every passive RTT sample: a DataFrame with
-    :data:`traceflow.flows.pathrtt.SAMPLE_SCHEMA` (``connection`` is the ``flow_id``), by time."""
-    return _flow_tables(packets, idle_timeout, partitions, timestamps, True, batch_size)
+    :data:`traceflow.flows.pathrtt.SAMPLE_SCHEMA` (``connection`` is the ``flow_id``), by time.
+    ``notes``: a list that gets the re-ordering report (:meth:`FlowStream.report`)."""
+    return _flow_tables(packets, idle_timeout, partitions, timestamps, True, batch_size, reorder,
+                        notes)
 
 
-def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, batch_size):
+def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, batch_size,
+                 reorder, notes=None):
     parts = []
     for k in range(partitions):
         chunks, stream = [], None
         for chunk, stream in flow_chunks(packets, idle_timeout=idle_timeout, timestamps=timestamps,
                                          want_samples=want_samples, part=(k, partitions),
-                                         batch_size=batch_size):
+                                         batch_size=batch_size, reorder=reorder):
             chunks.append(chunk)
+        if notes is not None and k == 0 and stream.report() is not None:
+            notes.append(stream.report())
         parts.append((pl.concat(chunks, how="vertical").with_columns(part=pl.lit(k)), stream))
     out = pl.concat([table for table, _ in parts], how="vertical")
     if partitions > 1 or not parts[0][1].in_order:
@@ -142,7 +151,7 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, ba
 
 
 def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
-                batch_size=BATCH_ROWS):
+                batch_size=BATCH_ROWS, reorder=None):
     """Stream the flow table of ``packets`` (as :func:`flows`): yields ``(chunk, stream)``, each
     chunk a DataFrame of flows (:data:`FLOW_SCHEMA` plus the splitter's ``conn`` and
     ``client_is_a``) with consecutive ``flow_id`` s, in start order, as soon as no open or
@@ -155,7 +164,7 @@ def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=Fa
     if batch_size < 1:
         raise InputFormatError(f"batch size must be positive, got {batch_size!r}")
     stream = FlowStream(idle_timeout=idle_timeout, timestamps=timestamps,
-                        want_samples=want_samples, part=part)
+                        want_samples=want_samples, part=part, reorder=reorder)
     for batch in packet_batches(packets, batch_size):
         stream.feed(batch)
         chunk = stream.release()
@@ -177,10 +186,12 @@ class FlowStream:
     connections, which their quantiles need), turns every connection into its flow row as soon
     as it is finished, and :meth:`release` s the finished flows in start order. ``part``: (k, n)
     keeps only the endpoint pairs in hash partition k of n. ``want_samples``: also keep every
-    RTT sample (:meth:`path_samples`).
+    RTT sample (:meth:`path_samples`). ``reorder``: window (seconds) of
+    :class:`traceflow.pcap.reorder.Reorder`, or None to keep capture order.
     """
 
-    def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1)):
+    def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
+                 reorder=None):
         from traceflow.flows.flowsplit import FlowSplitter
         from traceflow.flows.rttsample import RttSampler
 
@@ -199,6 +210,15 @@ class FlowStream:
         self.in_order = True    # no finished flow started before a released one
         self.ended = False
         self.samples = [] if want_samples else None
+        self.reorder = None
+        if reorder:
+            from traceflow.pcap.reorder import Reorder
+
+            self.reorder = Reorder(reorder)
+
+    def report(self):
+        """What re-ordering did (:meth:`traceflow.pcap.reorder.Reorder.report`), or None."""
+        return None if self.reorder is None else self.reorder.report()
 
     def feed(self, batch):
         """Consume the next packets (pyarrow RecordBatch/Table or Polars DataFrame)."""
@@ -209,12 +229,19 @@ class FlowStream:
         first = self.rows + 1
         self.rows += df.height
         df = _prepare(df, first, self.part)
-        if df.height:
+        if self.reorder is not None:
+            df = self.reorder.push(df)
+        self._consume(df)
+
+    def _consume(self, df):
+        if df is not None and df.height:
             self.trace_end = df["ts"][-1]
             self._run(df, final=False)
 
     def finish(self):
         """End of input: every open connection is finished (:meth:`release` hands them out)."""
+        if self.reorder is not None:
+            self._consume(self.reorder.flush())
         self._run(None, final=True)
         self.splitter.close()
         self._collect()
@@ -515,20 +542,22 @@ def _file_batches(path, batch_size):
                                       columns=[c for c in _PACKET_COLUMNS if c in names])
 
 
-def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None):
+def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None,
+               reorder=None, notes=None):
     """Flows of one or more inputs (captures, packets Parquet or flows Parquet), concatenated.
 
     Each input gets its own flows (two captures of the same traffic are never merged) and a
     ``source`` column with its file name; ``flow_id`` is renumbered 0, 1, ... over the result.
     ``idle_timeout``, ``partitions``, ``timestamps``: as :func:`flows`. ``columns``: keep only
     these columns (of the finished flows, as they are handed out), so long captures need memory
-    for these columns only.
+    for these columns only. ``reorder``: as :func:`flows`; ``notes``: a list that gets
+    ``(input, report)`` for every input re-ordering looked at (:meth:`FlowStream.report`).
     """
     tables = []
     for path in _whole(inputs):
         chunks = []
         keep = None if columns is None else list(dict.fromkeys([*columns, *SORT_KEY[:-1]]))
-        ordered = _input_flows(path, idle_timeout, partitions, timestamps,
+        ordered = _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
                                lambda c: chunks.append(c if keep is None else c.select(
                                    [k for k in keep if k in c.columns])))
         table = pl.concat(chunks, how="diagonal_relaxed")
@@ -543,7 +572,8 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
     return out
 
 
-def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True):
+def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True,
+                reorder=None, notes=None):
     """Write :func:`load_flows` ``(inputs)`` to the Parquet file ``output`` (atomically) chunk
     by chunk, so memory does not grow with the captures' length; returns its ``columns``.
 
@@ -556,7 +586,7 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
     files = _whole(inputs)
     if any(input_kind(path) == "flows" for path in files):
         table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
-                           timestamps=timestamps)
+                           timestamps=timestamps, reorder=reorder, notes=notes)
         with atomic_path(output) as tmp:
             table.write_parquet(tmp)
         return table.select(columns)
@@ -575,7 +605,8 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
         try:
             for path in files:
                 name, first = Path(path).name, written
-                if not _input_flows(path, idle_timeout, partitions, timestamps, append):
+                if not _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
+                                    append):
                     writer.close()                  # sort this input's flows in memory
                     table = pl.read_parquet(tmp)
                     late = pl.col("flow_id") >= first
@@ -599,7 +630,7 @@ def _whole(inputs):
     return files
 
 
-def _input_flows(path, idle_timeout, partitions, timestamps, sink):
+def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sink):
     """Hand the flows of one input to ``sink`` chunk by chunk (``flow_id`` from 0 on); returns
     False when they came out of order (see :func:`flow_chunks`): sort them with
     :func:`_resorted`."""
@@ -607,11 +638,15 @@ def _input_flows(path, idle_timeout, partitions, timestamps, sink):
         sink(pl.read_parquet(path))
         return True
     if partitions > 1:
-        sink(flows(path, idle_timeout=idle_timeout, partitions=partitions, timestamps=timestamps))
+        sink(flows(path, idle_timeout=idle_timeout, partitions=partitions, timestamps=timestamps,
+                   reorder=reorder))
         return True
     stream = None
-    for chunk, stream in flow_chunks(path, idle_timeout=idle_timeout, timestamps=timestamps):
+    for chunk, stream in flow_chunks(path, idle_timeout=idle_timeout, timestamps=timestamps,
+                                     reorder=reorder):
         sink(chunk.drop("conn", "client_is_a"))
+    if notes is not None and stream.report() is not None:
+        notes.append((str(path), stream.report()))
     return stream.in_order
 
 
