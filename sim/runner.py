@@ -158,25 +158,32 @@ class Built:
                 raise ScenarioError(f"{path}: flow {i} has the same source and destination {s!r}")
             si, di = idx[s], idx[d]
             one_way = path_delay(self.net, self.nxt, si, di)
-            extra = g.extra_delay
+            # a host's delay line holds the packets it sends, so each adds once to the RTT
+            extra_src = extra_dst = g.extra_delay
             if rows is not None and np.isfinite(rows[2][i]):
-                extra = max(0.0, (rows[2][i] - 2 * one_way) / 2)
-            base_rtt = 2 * (one_way + extra)
+                # the flow's RTT beyond the topology's, split between the two ends as the
+                # trace saw it on either side of its capture point (sender = server)
+                added = max(0.0, rows[2][i] - 2 * one_way)
+                share = rows[4][i] if rows[4] is not None and np.isfinite(rows[4][i]) else 0.5
+                extra_src, extra_dst = share * added, (1 - share) * added
+            base_rtt = 2 * one_way + extra_src + extra_dst
             flow = self.sim.add_flow(g.cls, base_rtt)
             self.flows.append(FlowInfo(flow, gi, g.kind, g.transport, s, d, g.cls, base_rtt))
             key = (gi, i)
             if g.transport == "tcp":
                 app_target = self._tcp_pair(flow, gi, tcp, self.nodes[si], self.nodes[di],
-                                            _ns(extra), base_rtt, request)
+                                            (_ns(extra_src), _ns(extra_dst)), base_rtt, request)
             else:
-                app_target = self._udp_pair(flow, g, self.nodes[si], self.nodes[di], _ns(extra))
+                app_target = self._udp_pair(flow, g, self.nodes[si], self.nodes[di],
+                                            _ns((extra_src + extra_dst) / 2))
             app = self._app(g, key, app_target, rows, i)
             app.set_rng(_stream(self.seed, _RNG_APP, gi, i))
             self.sim.add_component(app)
             app.start(_ns(g.start + jitter[i]))
 
     def _tcp_pair(self, flow, gi, t, src, dst, extra_ns, base_rtt, request=False):
-        """Sender at ``src``, receiver at ``dst`` (with a request-mode client when ``request``)."""
+        """Sender at ``src``, receiver at ``dst`` (with a request-mode client when ``request``);
+        ``extra_ns``: the one-way delay lines (ns) in front of the sender and the receiver."""
         sc = self.sc
         mss, hdr = sc.simulation.mss, sc.simulation.tcp_header
         linux = t.profile == "linux"
@@ -190,7 +197,7 @@ class Built:
         snd.rtt_per_ack = t.rtt_per_ack
         snd.limited_transmit = t.limited_transmit
         snd.xi = t.xi
-        snd.extra_delay = extra_ns
+        snd.extra_delay = extra_ns[0]
         snd.linux_tcp = linux
         snd.jiffy_phase = self._jiffy_phase(src, snd.tick)
         snd.ts_opt, snd.sack_ok = t.timestamps, t.sack
@@ -201,7 +208,7 @@ class Built:
         sink.delack = t.delayed_ack is True
         sink.linux_ack = t.delayed_ack == "linux"
         sink.delack_timeout = _ns(t.delack_timeout)
-        sink.extra_delay = extra_ns
+        sink.extra_delay = extra_ns[1]
         sink.linux_tcp = linux
         sink.sack, sink.dsack, sink.ts_opt = t.sack, t.dsack, t.timestamps
         sink.tick = snd.tick
@@ -353,8 +360,9 @@ class Built:
 
 
 def _trace_rows(g, gi, tables):
-    """(start_ns relative, size bytes, rtt s, request bytes or None) arrays of a trace-driven
-    group; a ``request`` column (client -> server bytes) puts every flow in request mode."""
+    """(start_ns relative, size bytes, rtt s, request bytes or None, server share or None) arrays
+    of a trace-driven group; a ``request`` column (client -> server bytes) puts every flow in
+    request mode; ``server_share`` (0..1, default 0.5) is the part of ``rtt`` added at the sender."""
     import pyarrow as pa
 
     table = None
@@ -409,7 +417,11 @@ def _trace_rows(g, gi, tables):
         req = np.asarray(table["request"].cast(pa.float64()).fill_null(0.0)
                          .to_numpy(zero_copy_only=False), dtype=np.float64)
         request = np.where(np.isfinite(req) & (req > 0), req, 0).astype(np.int64)
-    return start, size, rtt, request
+    share = None
+    if "server_share" in cols:
+        share = np.clip(np.asarray(table["server_share"].cast(pa.float64()).fill_null(0.5)
+                                   .to_numpy(zero_copy_only=False), dtype=np.float64), 0.0, 1.0)
+    return start, size, rtt, request, share
 
 
 def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_dir=None) -> Result:

@@ -147,7 +147,7 @@ class Traffic:
     rate: float = _meta(100.0, gt=0, doc="poisson: packets per second per flow")
     on: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform on period [lo, hi], s")
     off: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform idle [lo, hi], s")
-    table: str = _meta("", doc="trace: Parquet/CSV flows table (start, size, rtt)")
+    table: str = _meta("", doc="trace: Parquet/CSV flows table (start, size; optional rtt, request, server_share)")
 
     def validate(self, path):
         for name in ("on", "off"):

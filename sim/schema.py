@@ -36,6 +36,10 @@ def _err(path, msg):
     return ScenarioError(f"{path}: {msg}" if path else msg)
 
 
+# types whose values pass unchanged, and what an error calls them
+_PLAIN = {bool: "true/false", str: "a string"}
+
+
 def _coerce(tp, value, path):
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -65,9 +69,9 @@ def _coerce(tp, value, path):
         if not isinstance(value, dict):
             raise _err(path, f"expected a table, got {value!r}")
         return dict(value)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _err(path, f"expected true/false, got {value!r}")
+    if tp is bool or tp is str:
+        if not isinstance(value, tp):
+            raise _err(path, f"expected {_PLAIN[tp]}, got {value!r}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
@@ -80,10 +84,6 @@ def _coerce(tp, value, path):
         if not math.isfinite(value) and value != math.inf:
             raise _err(path, f"expected a finite number, got {value!r}")
         return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise _err(path, f"expected a string, got {value!r}")
-        return value
     raise _err(path, f"unsupported type {tp}")
 
 

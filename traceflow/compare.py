@@ -182,7 +182,8 @@ def _bin(ts, size, lo, hi, width=BIN_NS):
 def transfers(flows):
     """Complete TCP transfers of a flow table: size (bytes of the larger direction), completion
     time (s, the flow's duration), handshake RTT (s), packets (both directions), request (bytes,
-    client → server) and ``path_rtt`` when the table has it (:func:`traceflow.models.fit.path_rtt`);
+    client → server) and ``path_rtt``, ``server_share`` when the table has them
+    (:func:`traceflow.models.fit.path_rtt`);
     flows cut by the capture edges (no SYN or no FIN/RST) excluded."""
     fl = flows.filter((pl.col("proto") == 6) & (pl.col("handshake") == "complete")
                       & pl.col("close").is_in(["FIN", "RST"]))
@@ -191,7 +192,7 @@ def transfers(flows):
                      fct=pl.col("duration").dt.total_nanoseconds().cast(pl.Float64) / 1e9,
                      rtt=pl.col("rtt_handshake"), packets=pl.col("packets"),
                      request=pl.col("app_bytes_c2s").cast(pl.Float64),
-                     *[c for c in ("path_rtt",) if c in fl.columns]).filter(pl.col("size") > 0)
+                     *[c for c in ("path_rtt", "server_share") if c in fl.columns]).filter(pl.col("size") > 0)
 
 
 def analytics_from_flows(flows, series, *, duration_s, source="", kind="analytics",

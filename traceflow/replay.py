@@ -59,7 +59,8 @@ RTT_MODES = ("path", "handshake")
 
 def trace_table(flows, *, rtt="path"):
     """The replayable connections of a flows table: ``start`` (int ns), ``size`` (response bytes,
-    server → client), ``request`` (bytes, client → server), ``rtt`` (s: see :data:`RTT_MODES`).
+    server → client), ``request`` (bytes, client → server), ``rtt`` (s: see :data:`RTT_MODES`) and,
+    in path mode, ``server_share`` (the part of the RTT between the capture point and the server).
 
     TCP flows that carried application bytes; missing RTTs get the median of the others (0 when
     none was measured)."""
@@ -81,7 +82,8 @@ def trace_table(flows, *, rtt="path"):
     t = (tcp.select(start=pl.col("start").cast(pl.Int64),
                     size=pl.col("app_bytes_s2c").fill_null(0).cast(pl.Int64),
                     request=pl.col("app_bytes_c2s").fill_null(0).cast(pl.Int64),
-                    rtt=pl.col("path_rtt" if rtt == "path" else "rtt_handshake").cast(pl.Float64))
+                    rtt=pl.col("path_rtt" if rtt == "path" else "rtt_handshake").cast(pl.Float64),
+                    *([pl.col("server_share")] if rtt == "path" else []))
          .filter((pl.col("size") + pl.col("request")) > 0).sort("start"))
     if t.height == 0:
         raise InputFormatError("no TCP flows with data to replay")
@@ -151,6 +153,8 @@ def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     rtt = dist.sample(rng, n) if dist is not None else np.zeros(n)
     out = {"start": np.round(starts * 1e9).astype(np.int64), "size": sizes,
            "rtt": np.maximum(rtt, 0.0)}
+    if model.rtt.server_share is not None:
+        out["server_share"] = np.full(n, model.rtt.server_share)
     if model.requests is not None:
         out["request"] = np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)
     return pl.DataFrame(out)

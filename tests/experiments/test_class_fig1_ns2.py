@@ -1,4 +1,4 @@
-"""Wu & Nikolaidis Fig. 1 against ns-2 (tests/ns2/two_flows.tcl) on identical flows: the same
+"""Wu & Nikolaidis Fig. 1 against ns-2 (tests/sim/ns2/two_flows.tcl) on identical flows: the same
 RTTs (with the seed's phase offsets), start times, buffer and RED parameters.
 
 Measured (8 seeds, RTT ratios 1..10): DropTail medians of fast/slow at RTT ratios 7-10 ns-2

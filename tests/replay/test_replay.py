@@ -186,8 +186,36 @@ def test_path_rtt_keeps_unqueued_handshakes():
         "start": pl.Series([10, 15, 30, 45, 50]).cast(pl.Datetime("ns")),
         "client_addr": ["c"] * 5, "server_addr": ["s"] * 5, "rtt_syn": syn, "rtt_ack": ack,
         "rtt_handshake": [a + b for a, b in zip(syn, ack)]})
-    got = path_rtt(fl)["path_rtt"].to_list()
-    assert got == pytest.approx([11 * ms, 11 * ms, 11.2 * ms, 11 * ms, 11 * ms])
+    got = path_rtt(fl)
+    assert got["path_rtt"].to_list() == pytest.approx([11 * ms, 11 * ms, 11.2 * ms, 11 * ms, 11 * ms])
+    # 10 ms of the 11 lie beyond the capture point on the server's side
+    assert got["server_share"].to_list() == pytest.approx([10 / 11] * 5)
+
+
+@pytest.mark.parametrize("share", [None, 0.01, 0.25, 0.99])
+def test_trace_replay_puts_the_path_delay_on_the_captured_sides(tmp_path, share):
+    """A trace group's ``server_share`` puts that part of a flow's RTT between the bottleneck
+    capture and the server: the replay's own capture must show the two handshake legs so split
+    (read back by the flow analytics, the tool that measured the split in the trace)."""
+    from traceflow.flows import flows
+    from traceflow.pcap.reader import read_packets
+    from traceflow.replay import replay
+
+    rtt = 0.120
+    # the trace's handshake legs (no leg measured: the symmetric default)
+    syn, ack = (None, None) if share is None else (share * rtt, (1 - share) * rtt)
+    measured = pl.DataFrame({
+        "start": pl.Series([0, 10**9]).cast(pl.Datetime("ns")), "proto": [6, 6],
+        "client_addr": ["c", "c"], "server_addr": ["s", "s"],
+        "app_bytes_c2s": [100, 100], "app_bytes_s2c": [5000, 5000],
+        "rtt_syn": [syn, syn], "rtt_ack": [ack, ack], "rtt_handshake": [rtt, rtt]},
+        schema_overrides={"rtt_syn": pl.Float64, "rtt_ack": pl.Float64})
+    replay(measured, tmp_path, scenario={"topology": {"bottleneck": {"rate": 1e7}}}, duration_s=3)
+    got = flows(pl.from_arrow(read_packets(tmp_path / "g1-g2.pcap")))
+    server = 0.5 if share is None else share
+    assert got["rtt_handshake"].to_list() == pytest.approx([rtt, rtt], abs=1e-3)
+    assert got["rtt_syn"].to_list() == pytest.approx([server * rtt] * 2, abs=1e-3)
+    assert got["rtt_ack"].to_list() == pytest.approx([(1 - server) * rtt] * 2, abs=1e-3)
 
 
 def test_cli_replay(tmp_path, self_consistency):

@@ -169,14 +169,15 @@ def test_sigint_then_rerun_finishes_only_missing_cells(tmp_path, dumbbell):
     repo = TESTS.parents[1]
     proc = subprocess.Popen(_sweep_cmd(out, "--workers", "2"), cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while len(list(out.glob("cells/*.parquet"))) < 3 and proc.poll() is None:
+    # interrupt at the first finished cell: 15 more leave room on a loaded machine
+    while not list(out.glob("cells/*.parquet")) and proc.poll() is None:
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     done = len(list(out.glob("cells/*.parquet")))
-    assert 3 <= done < 16
+    assert 1 <= done < 16
     assert not [p for p in out.rglob("*") if ".tmp" in p.name]
     assert len(list(out.glob("cells/*.json"))) == done  # no half-written cell
     rerun = subprocess.run(_sweep_cmd(out, "--workers", "2", "--json"), cwd=repo,

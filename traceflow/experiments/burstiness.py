@@ -80,16 +80,18 @@ def simulate(task):
             "loss_pct": 100 * res.summary["loss_rate"], "groups": groups}
 
 
-def _map(tasks, executor, workers, scheduler, label):
+def _simulate_all(spec, quick, runs, executor, workers, scheduler, label):
+    """:func:`simulate` every (key, groups, gateway) of ``runs`` (see :func:`scenario`) for the
+    experiment's duration with its seed; the results in the order of ``runs``."""
     from traceflow.scale.parallel import map_tasks
 
+    exp = _exp(spec)
+    duration = _duration(exp, quick)
+    tasks = [{"scenario": scenario(spec, groups, gateway, duration=duration, seed=exp["seed"]),
+              "warmup": float(exp["warmup"]), "key": {**key, "seed": int(exp["seed"])}}
+             for key, groups, gateway in runs]
     return map_tasks(simulate, tasks, executor=executor, workers=workers, scheduler=scheduler,
                      label=label)
-
-
-def _task(spec, key, groups, gateway, *, duration, seed):
-    return {"scenario": scenario(spec, groups, gateway, duration=duration, seed=seed),
-            "warmup": float(_exp(spec)["warmup"]), "key": {**key, "seed": int(seed)}}
 
 
 def _gateway(exp, name):
@@ -114,13 +116,11 @@ def model_params(spec):
 def protocols(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Figs. 2–4: c.o.v., throughput and loss vs number of clients for each protocol/gateway."""
     exp = _exp(spec)
-    duration = _duration(exp, quick)
     clients = exp["quick_clients"] if quick else exp["clients"]
     variants = exp["quick_variants"] if quick else exp["variants"]
-    tasks = [_task(spec, {"variant": v, "clients": int(m)}, [(exp["variants_map"][v][0], int(m))],
-                   _gateway(exp, exp["variants_map"][v][1]), duration=duration, seed=exp["seed"])
-             for v in variants for m in clients]
-    rows = _map(tasks, executor, workers, scheduler, "burst-protocols")
+    runs = [({"variant": v, "clients": int(m)}, [(exp["variants_map"][v][0], int(m))],
+             _gateway(exp, exp["variants_map"][v][1])) for v in variants for m in clients]
+    rows = _simulate_all(spec, quick, runs, executor, workers, scheduler, "burst-protocols")
     df = pl.DataFrame([{k: v for k, v in r.items() if k != "groups"} for r in rows])
     df = df.with_columns(poisson_cov=pl.Series(poisson_cov(df["clients"].to_numpy(),
                                                            model_params(spec))))
@@ -167,8 +167,8 @@ def protocols(spec, out_dir, *, quick=False, executor="local", workers=None, sch
         comparison.append(_row("heavy congestion: Vegas c.o.v. below Reno", "yes",
                                f"{vegas:.3f} vs {reno:.3f}", vegas < reno))
     return {"figures": [figure], "tables": {"protocols": table}, "comparison": comparison,
-            "text": (f"Clients {list(clients)}; {duration} s per run, c.o.v. over τ = 0.1 s bins "
-                     f"after {exp['warmup']} s. Capacity is reached at ~41 clients.")}
+            "text": (f"Clients {list(clients)}; {_duration(exp, quick)} s per run, c.o.v. over "
+                     f"τ = 0.1 s bins after {exp['warmup']} s. Capacity is reached at ~41 clients.")}
 
 
 # ---- Figures 5-12 -----------------------------------------------------------------------------
@@ -176,18 +176,12 @@ def protocols(spec, out_dir, *, quick=False, executor="local", workers=None, sch
 def background(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Figs. 5–12: throughput and loss of clients added to a Reno background, per gateway."""
     exp = _exp(spec)
-    duration = _duration(exp, quick)
     added = exp["quick_added"] if quick else exp["added"]
     bg = int(exp["background"])
-    tasks = []
-    for case in exp["cases"]:
-        for proto in case["protocols"]:
-            for n in added:
-                tasks.append(_task(spec, {"buffer": int(case["buffer"]), "gateway": case["gateway"],
-                                          "protocol": proto, "added": int(n)},
-                                   [("Reno", bg), (proto, int(n))], _gateway(exp, case["gateway"]),
-                                   duration=duration, seed=exp["seed"]))
-    rows = _map(tasks, executor, workers, scheduler, "burst-background")
+    runs = [({"buffer": int(case["buffer"]), "gateway": case["gateway"], "protocol": proto,
+              "added": int(n)}, [("Reno", bg), (proto, int(n))], _gateway(exp, case["gateway"]))
+            for case in exp["cases"] for proto in case["protocols"] for n in added]
+    rows = _simulate_all(spec, quick, runs, executor, workers, scheduler, "burst-background")
     df = pl.DataFrame([{**{k: v for k, v in r.items() if k != "groups"},
                         "added_throughput_mbps": r["groups"][1]["throughput_mbps"],
                         "added_loss_pct": r["groups"][1]["loss_pct"],
@@ -217,7 +211,7 @@ def background(spec, out_dir, *, quick=False, executor="local", workers=None, sc
                                    loss["Vegas"] < loss["Reno"], "mean over the added-client counts"))
     return {"figures": figures, "tables": {f"background{bg}": table}, "comparison": comparison,
             "text": (f"{bg} Reno background clients plus {list(added)} added clients; gateways "
-                     f"{[c['gateway'] for c in exp['cases']]}; {duration} s per run.")}
+                     f"{[c['gateway'] for c in exp['cases']]}; {_duration(exp, quick)} s per run.")}
 
 
 # ---- Figure 13 --------------------------------------------------------------------------------
@@ -225,11 +219,9 @@ def background(spec, out_dir, *, quick=False, executor="local", workers=None, sc
 def model(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Fig. 13: c.o.v. of the stochastic model (eqs. 1–4) vs simulated Reno traffic."""
     exp = _exp(spec)
-    duration = _duration(exp, quick)
     clients = exp["quick_clients"] if quick else exp["clients"]
-    tasks = [_task(spec, {"clients": int(m)}, [("Reno", int(m))], _gateway(exp, "fifo"),
-                   duration=duration, seed=exp["seed"]) for m in clients]
-    sims = _map(tasks, executor, workers, scheduler, "burst-model")
+    runs = [({"clients": int(m)}, [("Reno", int(m))], _gateway(exp, "fifo")) for m in clients]
+    sims = _simulate_all(spec, quick, runs, executor, workers, scheduler, "burst-model")
     params = model_params(spec)
     curve = cov_curve(clients, params, replications=int(exp.get("model_replications", 8)),
                       seed=int(exp["seed"]))
@@ -261,4 +253,4 @@ def model(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     return {"figures": [figure], "tables": {"model": table}, "comparison": comparison,
             "text": (f"Model: γ = {params.gamma:.1f} packets per τ = {params.tau} s, window ≤ "
                      f"{params.max_window}; {int(exp.get('model_replications', 8))} model "
-                     f"replications; simulation {duration} s per point.")}
+                     f"replications; simulation {_duration(exp, quick)} s per point.")}

@@ -16,7 +16,8 @@ import copy
 import numpy as np
 import polars as pl
 
-from traceflow.models.capm import dc_removed, fair_drop_probabilities, matched_filter_periods
+from traceflow.models.capm import (dc_removed, fair_drop_probabilities, matched_filter_periods,
+                                   signature as _signature)
 from traceflow.experiments.common import experiment as _exp, base as _base, save_table as _save_table, figure as _figure, save_fig as _save_fig, row as _row
 
 R1_LINK, R2_LINK = "R1->R2", "R2->dst"
@@ -139,10 +140,10 @@ def _groups(exp, key, scale=1):
 
 
 def _chips(code, chip, bin_s, start, n_bins):
-    """s(t) per bin (for plots)."""
+    """s(t) at the middle of each bin of ``bin_s`` seconds: the code's signature repeated every
+    code period from ``start`` (s), zero before it."""
     t = (np.arange(n_bins) + 0.5) * bin_s - start
-    j = np.floor(t / chip).astype(int) % len(code)
-    return np.where(t >= 0, np.asarray(code)[j], 0)
+    return np.where(t >= 0, _signature(code, chip, np.mod(t, len(code) * chip)), 0.0)
 
 
 # ---- Figures 4 and 5: the signature in the aggregate rate ------------------------------------
@@ -407,6 +408,16 @@ def fairness(spec, out_dir, *, quick=False, executor="local", workers=None, sche
     def close_pp(ours, want):
         return None if want is None else abs(ours - want) <= tol_pp
 
+    def decrease_row(label, policy, key, defaults):
+        """Decrease (% of demand) of aggregates 1 and 2 under ``policy`` vs the paper's
+        ``<key>1`` / ``<key>2`` (``defaults`` when the spec lacks them)."""
+        want = [paper.get(f"{key}{i + 1}", d) for i, d in enumerate(defaults)]
+        ours = dec[policy]
+        return _row(f"{label}: decrease of aggregate 1 / 2, % of demand",
+                    f"{want[0]:g} / {want[1]:g}", f"{ours[0]:.1f} / {ours[1]:.1f}",
+                    close_pp(ours[0], want[0]) and close_pp(ours[1], want[1]),
+                    f"agree = each within {tol_pp:g} percentage points")
+
     comparison = [
         _row("K₁ (short flows)", paper.get("k1"), round(k[0], 1), near(k[0], paper.get("k1"), tol_k),
              f"agree = within a factor {tol_k:g}"),
@@ -430,18 +441,8 @@ def fairness(spec, out_dir, *, quick=False, executor="local", workers=None, sche
              near(float(p_fair[0] / p_fair[1]), paper["p1"] / paper["p2"], tol_k)
              if "p1" in paper else None,
              f"agree = within a factor {tol_k:g}; p₁ = {p_fair[0]:.4f}, p₂ = {p_fair[1]:.4f}"),
-        _row("DropTail: decrease of aggregate 1 / 2, % of demand",
-             f"{paper.get('dec_droptail1', 25):g} / {paper.get('dec_droptail2', 52):g}",
-             f"{dec['droptail'][0]:.1f} / {dec['droptail'][1]:.1f}",
-             close_pp(dec["droptail"][0], paper.get("dec_droptail1", 25)) and
-             close_pp(dec["droptail"][1], paper.get("dec_droptail2", 52)),
-             f"agree = each within {tol_pp:g} percentage points"),
-        _row("K-based (absolute): decrease of aggregate 1 / 2, % of demand",
-             f"{paper.get('dec_fair1', 39):g} / {paper.get('dec_fair2', 42):g}",
-             f"{dec['K-based (absolute)'][0]:.1f} / {dec['K-based (absolute)'][1]:.1f}",
-             close_pp(dec["K-based (absolute)"][0], paper.get("dec_fair1", 39)) and
-             close_pp(dec["K-based (absolute)"][1], paper.get("dec_fair2", 42)),
-             f"agree = each within {tol_pp:g} percentage points"),
+        decrease_row("DropTail", "droptail", "dec_droptail", (25, 52)),
+        decrease_row("K-based (absolute)", "K-based (absolute)", "dec_fair", (39, 42)),
         _row("decrease gap, K-based vs DropTail (percentage points)",
              f"{paper.get('gap_fair')} vs {paper.get('gap_droptail')}",
              f"{gap['K-based (absolute)']:.1f} vs {gap['droptail']:.1f}",

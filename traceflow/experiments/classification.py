@@ -12,6 +12,7 @@ connection.  Runs go through :func:`traceflow.scale.parallel.map_tasks` with :fu
 """
 from __future__ import annotations
 
+from functools import partial
 
 import numpy as np
 import polars as pl
@@ -207,7 +208,7 @@ def fig1(spec, out_dir, *, quick=False, executor="local", workers=None, schedule
                      f"{exp['droptail']['limit']} packets; RED max_p = 0.02, min_th = 5, max_th = 15, "
                      f"w_q = 0.002; {_duration(exp, quick)} s per run, {_reps(exp, quick)} run(s) "
                      "per point, each seed drawing start times and the RTTs' phase (band: min-max "
-                     "over the seeds). ns-2 on the same set-up (tests/ns2/two_flows.tcl, "
+                     "over the seeds). ns-2 on the same set-up (tests/sim/ns2/two_flows.tcl, "
                      "`tox -e slow`): " + exp.get("ns2", {}).get("note", "not run here") + ".")}
 
 
@@ -302,8 +303,28 @@ def long_load(spec, out_dir, *, quick=False, executor="local", workers=None, sch
 
 # ---- Figures 5-9 and 11-13: the eight schemes and DAS ----------------------------------------
 
-def _sweep(spec, quick, executor, workers, scheduler, *, x, values, label):
+_DROPTAIL_SCHEMES = ["MIX-DT", "LFT-DT", "RTT-DT", "SIX-DT"]
+
+# per swept quantity: the [experiment] key of its values (quick_<key> in quick mode), the
+# progress label, the output name and the figures' panels (suffix, title, schemes)
+_SWEEPS = {
+    "short_rate": ("short_rates", "class-shortload", "class_short_load", (
+        ("droptail", "Figs. 5-6: DropTail schemes", _DROPTAIL_SCHEMES),
+        ("red", "Figs. 7-8: DropTail vs RED", list(PRESETS)),
+        ("das", "Fig. 9: fixed vs dynamic (DAS) allocation", ["MIX-DT", "LFT-DT", "DAS"]))),
+    "rtt_ratio": ("rtt_ratios", "class-rtt", "class_rtt_ratio", (
+        ("droptail", "Figs. 11-12: DropTail schemes", _DROPTAIL_SCHEMES),
+        ("red", "Fig. 13: DropTail vs RED", list(PRESETS)))),
+}
+
+
+def _sweep(spec, out_dir, x, quick, executor, workers, scheduler):
+    """Every scheme at every value of ``x`` (a key of ``_SWEEPS``): the runs saved as
+    ``<name>.parquet``, the metrics' means per scheme and value, and the panel figures.
+    Returns (values, schemes, table name, means, figure names)."""
+    key, label, name, panels = _SWEEPS[x]
     exp = _exp(spec)
+    values = exp[f"quick_{key}"] if quick else exp[key]
     duration = _duration(exp, quick)
     schemes = exp["quick_schemes"] if quick else exp["schemes"]
     seeds = range(int(exp["seed"]), int(exp["seed"]) + _reps(exp, quick))
@@ -318,7 +339,15 @@ def _sweep(spec, quick, executor, workers, scheduler, *, x, values, label):
                                    short_rate=rate, long_per_class=exp["long_per_class"]))
     rows = _map(tasks, executor, workers, scheduler, label)
     df = pl.DataFrame([{k: v for k, v in r.items() if not isinstance(v, list)} for r in rows])
-    return df, schemes
+    table = _save_table(df, out_dir, f"{name}.parquet")
+    mean = _mean_by(df, ["scheme", x], [c for c, _ in _METRICS])
+    return values, schemes, table, mean, _panels(mean, x, schemes, out_dir, name, panels)
+
+
+def _trend(mean, x, scheme):
+    """Change of ``scheme``'s long-lived Jain index over the sweep of ``x`` (last − first)."""
+    d = mean.filter(pl.col("scheme") == scheme).sort(x)
+    return float(d["jain_long"][-1] - d["jain_long"][0]) if d.height > 1 else float("nan")
 
 
 _METRICS = (("jain_long", "Jain fairness (long-lived)"),
@@ -344,26 +373,15 @@ def _panels(mean, x, schemes, out_dir, name, groups):
 def short_load(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Figs. 5–9: every metric vs the short-flow arrival rate for the schemes and DAS."""
     exp = _exp(spec)
-    values = exp["quick_short_rates"] if quick else exp["short_rates"]
-    df, schemes = _sweep(spec, quick, executor, workers, scheduler, x="short_rate",
-                         values=values, label="class-shortload")
-    table = _save_table(df, out_dir, "class_short_load.parquet")
-    cols = [c for c, _ in _METRICS]
-    mean = _mean_by(df, ["scheme", "short_rate"], cols)
-    figures = _panels(mean, "short_rate", schemes, out_dir, "class_short_load", (
-        ("droptail", "Figs. 5-6: DropTail schemes", ["MIX-DT", "LFT-DT", "RTT-DT", "SIX-DT"]),
-        ("red", "Figs. 7-8: DropTail vs RED", list(PRESETS)),
-        ("das", "Fig. 9: fixed vs dynamic (DAS) allocation", ["MIX-DT", "LFT-DT", "DAS"])))
+    values, schemes, table, mean, figures = _sweep(spec, out_dir, "short_rate", quick, executor,
+                                                   workers, scheduler)
+    trend = partial(_trend, mean, "short_rate")
     top = max(values)
     at_top = mean.filter(pl.col("short_rate") == top)
 
     def val(s, c):
         d = at_top.filter(pl.col("scheme") == s)
         return float(d[c][0]) if d.height else float("nan")
-
-    def trend(s):
-        d = mean.filter(pl.col("scheme") == s).sort("short_rate")
-        return float(d["jain_long"][-1] - d["jain_long"][0]) if d.height > 1 else float("nan")
 
     comparison = [
         _row(f"SIX-DT vs MIX-DT long-lived fairness at {top} flows/s", "SIX-DT higher (ideal)",
@@ -399,19 +417,9 @@ def short_load(spec, out_dir, *, quick=False, executor="local", workers=None, sc
 def rtt_ratio(spec, out_dir, *, quick=False, executor="local", workers=None, scheduler=None):
     """Figs. 11–13: every metric vs the RTT ratio at a fixed short-flow arrival rate."""
     exp = _exp(spec)
-    values = exp["quick_rtt_ratios"] if quick else exp["rtt_ratios"]
-    df, schemes = _sweep(spec, quick, executor, workers, scheduler, x="rtt_ratio",
-                         values=values, label="class-rtt")
-    table = _save_table(df, out_dir, "class_rtt_ratio.parquet")
-    mean = _mean_by(df, ["scheme", "rtt_ratio"], [c for c, _ in _METRICS])
-    figures = _panels(mean, "rtt_ratio", schemes, out_dir, "class_rtt_ratio", (
-        ("droptail", "Figs. 11-12: DropTail schemes", ["MIX-DT", "LFT-DT", "RTT-DT", "SIX-DT"]),
-        ("red", "Fig. 13: DropTail vs RED", list(PRESETS))))
-
-    def trend(s):
-        d = mean.filter(pl.col("scheme") == s).sort("rtt_ratio")
-        return float(d["jain_long"][-1] - d["jain_long"][0]) if d.height > 1 else float("nan")
-
+    values, schemes, table, mean, figures = _sweep(spec, out_dir, "rtt_ratio", quick, executor,
+                                                   workers, scheduler)
+    trend = partial(_trend, mean, "rtt_ratio")
     comparison = [
         _row("MIX-DT fairness trend with RTT ratio", "decreases (Fig. 11)", round(trend("MIX-DT"), 3),
              trend("MIX-DT") <= -0.05, "agree = Jain index falls by at least 0.05"),

@@ -1,6 +1,7 @@
 """Replay against real Linux TCP: fit → trace-mode and model-mode replay → every criterion.
 
-The real-kernel testbed runs (``../shared/datasets/testbed/RUN``: ``client_side.pcap.gz`` after
+The real-kernel testbed runs (``../shared/datasets/testbed/RUN`` or `traceflow testbed` output:
+``client_side.pcap[.gz]`` after
 the bottleneck queue, ``server_side.pcap.gz`` before it, ``params.json`` with the shaper's rate and
 buffer) are the oracle. For one run (or its first ``span_s`` seconds) this fits a model to the
 client-side capture with the end hosts read from the server side (the data senders' side), replays
@@ -37,7 +38,9 @@ _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
 
 
 def parse_rate(text):
-    """A tc rate (``1500kbit``, ``10mbit``) in bit/s."""
+    """A tc rate (``1500kbit``, ``10mbit``; a number is bit/s already) in bit/s."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
     m = re.fullmatch(r"\s*([0-9.]+)\s*([kmg]?)bit\s*", str(text).lower())
     if not m:
         raise ValueError(f"not a tc rate: {text!r}")
@@ -61,13 +64,19 @@ def read_run(run_dir, span_s=None):
 
     run_dir = Path(run_dir)
     params = json.loads((run_dir / "params.json").read_text())
-    client = pl.from_arrow(read_packets(run_dir / "client_side.pcap.gz"))
-    server = pl.from_arrow(read_packets(run_dir / "server_side.pcap.gz"))
+    client, server = (pl.from_arrow(read_packets(_capture(run_dir, side)))
+                      for side in ("client_side", "server_side"))
     if span_s:
         t0 = int(client["ts"].cast(pl.Int64).min())
         end = t0 + int(span_s * 1e9)
         client, server = (df.filter(pl.col("ts").cast(pl.Int64) < end) for df in (client, server))
     return params, client, server
+
+
+def _capture(run_dir, side):
+    """``side``.pcap.gz (the shared runs) or ``side``.pcap (as `traceflow testbed` writes it)."""
+    gz = run_dir / f"{side}.pcap.gz"
+    return gz if gz.exists() else run_dir / f"{side}.pcap"
 
 
 def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1, overrides=()):

@@ -187,7 +187,14 @@ def path_rtt(flows):
     handshake *is* the path's RTT at that moment and is kept as the flow's path RTT (with its
     processing jitter); a loaded flow gets the unqueued handshake of its pair nearest in time,
     never its own (whose queueing the simulated bottleneck creates again). Without any unqueued
-    handshake: the pair's minimum, else the minimum over all pairs (null when none)."""
+    handshake: the pair's minimum, else the minimum over all pairs (null when none).
+
+    Also ``server_share``: the part of the path RTT on the server's side of the capture point,
+    min(``rtt_syn``) / (min(``rtt_syn``) + min(``rtt_ack``)) over the pair's handshakes (0.5 when a
+    leg was never measured). A capture next to the clients sees ~1, next to the servers ~0; the
+    replay puts the path delay on the same sides of its bottleneck capture (sim trace groups'
+    ``server_share``), or request-to-response times seen at the capture point would differ by
+    the misplaced part of the RTT."""
     pair = ["client_addr", "server_addr"]
     syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
 
@@ -210,6 +217,9 @@ def path_rtt(flows):
             .with_columns(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs"))
                           .otherwise(pl.col("_near"))
                           .fill_null(hs.min().over(pair)).fill_null(hs.min()))
+            .with_columns(server_share=(syn.min().over(pair)
+                                        / (syn.min().over(pair) + ack.min().over(pair)))
+                          .fill_null(0.5))
             .sort("_row").drop("_row", "_t", "_hs", "_free", "_near"))
 
 
@@ -274,7 +284,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     rtt_model = RTTModel(column="rtt_handshake", distribution=distribution_from_sample(rtt, "s"),
                          classes=rtt_classes(rtt, seed=seed),
                          propagation=distribution_from_sample(
-                             tr["path_rtt"].drop_nulls().to_numpy(), "s"))
+                             tr["path_rtt"].drop_nulls().to_numpy(), "s"),
+                         server_share=tr["server_share"].median())
     # requests of downloads (the transfer flows server -> client); a trace of mostly uploads has
     # none, and its model replays one-way transfers
     down = tr.filter(pl.col("request") < pl.col("size"))

@@ -142,11 +142,14 @@ class RTTClass:
 @dataclass
 class RTTModel:
     """Handshake RTT distribution (seconds) and its classes (clusters of log-RTT); the
-    distribution over transfers of their path's propagation RTT (host pair minimum, s)."""
+    distribution over transfers of their path's propagation RTT (host pair minimum, s) and the
+    median share of it on the servers' side of the capture point (0 to 1; see
+    :func:`traceflow.models.fit.path_rtt`)."""
     column: str
     distribution: Distribution | None
     classes: list[RTTClass] = field(default_factory=list)
     propagation: Distribution | None = None
+    server_share: float | None = None
 
 
 @dataclass

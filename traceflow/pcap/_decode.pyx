@@ -414,6 +414,18 @@ cdef inline void tcp_options(const uint8_t* p, int end, Cols* c, Py_ssize_t r) n
         i += ln
 
 
+cdef inline void ports_payload(const uint8_t* p, int64_t payload, Cols* c,
+                               Py_ssize_t r) noexcept nogil:
+    """Source and destination port of the TCP/UDP header at ``p``; the payload length (bytes)
+    when ``payload`` >= 0 (a negative one: the IP length is shorter than the headers)."""
+    c.sport[r] = be16(p)
+    c.dport[r] = be16(p + 2)
+    c.port_v[r] = 1
+    if payload >= 0:
+        c.payload_len[r] = <uint32_t> payload
+        c.payload_v[r] = 1
+
+
 cdef inline void transport(const uint8_t* p, int avail, uint32_t proto, int64_t room, Cols* c,
                            Py_ssize_t r) noexcept nogil:
     """Decode TCP/UDP at ``p`` with ``avail`` captured bytes; ``room`` = ip_len - network headers."""
@@ -421,29 +433,19 @@ cdef inline void transport(const uint8_t* p, int avail, uint32_t proto, int64_t 
     if proto == 6:
         if avail < 20:
             return
-        c.sport[r] = be16(p)
-        c.dport[r] = be16(p + 2)
-        c.port_v[r] = 1
         c.seq[r] = be32(p + 4)
         c.ack[r] = be32(p + 8)
         c.tcp_flags[r] = (<uint16_t> (p[12] & 1) << 8) | p[13]
         c.window[r] = be16(p + 14)
         c.tcp_v[r] = 1
         doff = (p[12] >> 4) * 4
-        if doff >= 20 and room >= doff:
-            c.payload_len[r] = <uint32_t> (room - doff)
-            c.payload_v[r] = 1
+        ports_payload(p, room - doff if doff >= 20 else -1, c, r)
         if doff > 20:
             tcp_options(p, doff if doff < avail else avail, c, r)
     elif proto == 17:
         if avail < 8:
             return
-        c.sport[r] = be16(p)
-        c.dport[r] = be16(p + 2)
-        c.port_v[r] = 1
-        if room >= 8:
-            c.payload_len[r] = <uint32_t> (room - 8)
-            c.payload_v[r] = 1
+        ports_payload(p, room - 8, c, r)
 
 
 cdef inline void ipv4(const uint8_t* p, int n, Cols* c, Py_ssize_t r) noexcept nogil:
@@ -642,9 +644,7 @@ cdef class Decoder:
         return pos, status
 
     cdef int _pcap(self, const uint8_t* base, Py_ssize_t end, Py_ssize_t* ppos, Columns cols) noexcept nogil:
-        cdef Py_ssize_t pos = ppos[0]
-        cdef Py_ssize_t row = cols.n
-        cdef Py_ssize_t cap = cols.capacity
+        cdef Py_ssize_t pos = ppos[0], row = cols.n, cap = cols.capacity
         cdef Cols* c = &cols.c
         cdef const uint8_t* h
         cdef uint32_t incl, orig
@@ -686,9 +686,7 @@ cdef class Decoder:
         return status
 
     cdef int _pcapng(self, const uint8_t* base, Py_ssize_t end, Py_ssize_t* ppos, Columns cols) noexcept nogil:
-        cdef Py_ssize_t pos = ppos[0]
-        cdef Py_ssize_t row = cols.n
-        cdef Py_ssize_t cap = cols.capacity
+        cdef Py_ssize_t pos = ppos[0], row = cols.n, cap = cols.capacity
         cdef Cols* c = &cols.c
         cdef const uint8_t* h
         cdef uint32_t btype, blen, incl, orig, iface, room

@@ -64,7 +64,7 @@ class Params:
     alpha: float = 1.35
     mean: float = 4100.0
     idle: float = 1.0
-    rate: int = 1_500_000
+    rate: int = parse_rate("1.5Mbit")   # bit/s, spelled as the CLI default
     buffer: int = 6000
     buffer_unit: str = "bytes"
     rtt: tuple = (0.0,)

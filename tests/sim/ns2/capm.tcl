@@ -11,21 +11,7 @@ array set P {
   rate 100Mb delay 5ms limit 101 egress_limit 501 pkt 960 window 20 iw 1 minrto 0.2 tick 0.01
   duration 70 warmup 10 seed 1 p_drop "" restart 1
 }
-foreach arg $argv {
-  set kv [split $arg =]
-  set P([lindex $kv 0]) [join [lrange $kv 1 end] =]
-}
-set ns [new Simulator]
-ns-random $P(seed)
-set rng [new RNG]
-$rng seed $P(seed)
-Agent/TCP set packetSize_ $P(pkt)
-Agent/TCP set window_ $P(window)
-Agent/TCP set windowInit_ $P(iw)
-Agent/TCP set minrto_ $P(minrto)
-Agent/TCP set tcpTick_ $P(tick)
-Agent/TCP set syn_ false
-Agent/TCP set delay_growth_ false
+source [file join [file dirname [info script]] common.tcl]
 
 set r1 [$ns node]
 set r2 [$ns node]
@@ -58,14 +44,7 @@ foreach {count on_lo on_hi off_lo off_hi} $P(groups) {
     set s($n) [$ns node]
     $ns duplex-link $s($n) $r1 $P(rate) [expr {$rtt / 2.0 - 2 * $delay_s}]s DropTail
     $ns queue-limit $s($n) $r1 1000
-    set tcp($n) [new Agent/TCP/Reno]
-    $tcp($n) set fid_ $g
-    set sink($n) [new Agent/TCPSink]
-    $ns attach-agent $s($n) $tcp($n)
-    $ns attach-agent $dst $sink($n)
-    $ns connect $tcp($n) $sink($n)
-    set ftp($n) [new Application/FTP]
-    $ftp($n) attach-agent $tcp($n)
+    tcp_flow $n $agent(Reno) $g $s($n) $dst
     set group($n) $g
     set lo($n,on) $on_lo; set hi($n,on) $on_hi; set lo($n,off) $off_lo; set hi($n,off) $off_hi
     $ns at [$rng uniform 0 0.3] "on $n"

@@ -10,47 +10,15 @@ array set P {
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1
   start_spread 1.0 seed 1 xi0 1.0
 }
-foreach arg $argv {
-  set kv [split $arg =]
-  set P([lindex $kv 0]) [lindex $kv 1]
-}
-
-set ns [new Simulator]
-ns-random $P(seed)
-set rng [new RNG]
-$rng seed $P(seed)
-
-Agent/TCP set packetSize_ $P(pkt)
-Agent/TCP set window_ $P(window)
-Agent/TCP set windowInit_ $P(iw)
-Agent/TCP set minrto_ $P(minrto)
-Agent/TCP set tcpTick_ $P(tick)
-Agent/TCP set syn_ false
-Agent/TCP set delay_growth_ false
+source [file join [file dirname [info script]] common.tcl]
 Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
 Agent/TCP/Vegas set v_beta_ $P(vegas_beta)
 Agent/TCP/Vegas set v_gamma_ $P(vegas_gamma)
-Queue/RED set bytes_ $P(red_bytes)
-Queue/RED set queue_in_bytes_ $P(red_bytes)
-Queue/RED set thresh_ $P(red_min)
-Queue/RED set maxthresh_ $P(red_max)
-Queue/RED set q_weight_ $P(red_wq)
-Queue/RED set linterm_ [expr {1.0 / $P(red_maxp)}]
-Queue/RED set gentle_ $P(red_gentle)
-Queue/RED set wait_ $P(red_wait)
-Queue/RED set mean_pktsize_ [expr {$P(pkt) + 40}]
+red_defaults
 
 set r1 [$ns node]
 set r2 [$ns node]
-$ns simplex-link $r1 $r2 $P(bneck_rate) $P(bneck_delay) $P(queue)
-$ns simplex-link $r2 $r1 $P(bneck_rate) $P(bneck_delay) DropTail
-$ns queue-limit $r1 $r2 $P(limit)
-$ns queue-limit $r2 $r1 $P(limit)
-
-set agent(Reno) Agent/TCP/Reno
-set agent(NewReno) Agent/TCP/Newreno
-set agent(Tahoe) Agent/TCP
-set agent(Vegas) Agent/TCP/Vegas
+bottleneck $r1 $r2 $P(bneck_rate) $P(bneck_delay) $P(queue) $P(limit) $P(limit)
 
 for {set i 0} {$i < $P(flows)} {incr i} {
   set s($i) [$ns node]
@@ -61,16 +29,9 @@ for {set i 0} {$i < $P(flows)} {incr i} {
   $ns queue-limit $r1 $s($i) 1000
   $ns queue-limit $r2 $d($i) 1000
   $ns queue-limit $d($i) $r2 1000
-  set tcp($i) [new $agent($P(flavor))]
-  $tcp($i) set fid_ $i
+  tcp_flow $i $agent($P(flavor)) $i $s($i) $d($i)
   # flow 0's congestion-avoidance slope (cwnd += increase_num_ / cwnd): TCP-MT's xi
   if {$i == 0} { $tcp($i) set increase_num_ $P(xi0) }
-  set sink($i) [new Agent/TCPSink]
-  $ns attach-agent $s($i) $tcp($i)
-  $ns attach-agent $d($i) $sink($i)
-  $ns connect $tcp($i) $sink($i)
-  set ftp($i) [new Application/FTP]
-  $ftp($i) attach-agent $tcp($i)
   $ns at [expr {$P(start_spread) * $i / $P(flows)}] "$ftp($i) start"
 }
 

@@ -11,31 +11,14 @@ array set P {
   clients 32 rate 1.5Mb buffer 6000 access 10Mb delay 15ms pkt 1000 window 1000 iw 1
   minrto 0.2 tick 0.01 idle 0.4 duration 10000 bin 0.01 seed 1 sizes_dir . series series.txt
 }
-foreach arg $argv {
-  set kv [split $arg =]
-  set P([lindex $kv 0]) [lindex $kv 1]
-}
-set ns [new Simulator]
-ns-random $P(seed)
-set rng [new RNG]
-$rng seed $P(seed)
-Agent/TCP set packetSize_ $P(pkt)
-Agent/TCP set window_ $P(window)
-Agent/TCP set windowInit_ $P(iw)
-Agent/TCP set minrto_ $P(minrto)
-Agent/TCP set tcpTick_ $P(tick)
-Agent/TCP set syn_ false
-Agent/TCP set delay_growth_ false
+source [file join [file dirname [info script]] common.tcl]
 # the bottleneck buffer in bytes: drop when the waiting bytes plus the packet exceed buffer
 Queue/DropTail set queue_in_bytes_ true
 Queue/DropTail set mean_pktsize_ 1
 
 set g1 [$ns node]
 set g2 [$ns node]
-$ns simplex-link $g1 $g2 $P(rate) $P(delay) DropTail
-$ns simplex-link $g2 $g1 $P(rate) $P(delay) DropTail
-$ns queue-limit $g1 $g2 $P(buffer)
-$ns queue-limit $g2 $g1 1000000
+bottleneck $g1 $g2 $P(rate) $P(delay) DropTail $P(buffer) 1000000
 foreach i {0 1} {
   set srv($i) [$ns node]
   $ns duplex-link $srv($i) $g1 $P(access) $P(delay) DropTail
