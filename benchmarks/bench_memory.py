@@ -20,9 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaled_capture import write_scaled  # noqa: E402
-
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TRACEFLOW_SHARED", REPO.parent / "shared"))
 SOURCE = SHARED / "datasets" / "testbed" / "dev10m" / "server_side.pcap.gz"
@@ -44,15 +41,14 @@ def measure(cmd, timeout):
     """(wall seconds, peak RSS in MB, exit code) of one child process (killed after ``timeout``
     seconds: exit code -9)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = start + timeout
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         if time.perf_counter() > deadline:
-            os.killpg(proc.pid, 9)
+            proc.kill()       # the traceflow guard's worker dies with it
         time.sleep(0.2)
     return time.perf_counter() - start, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
@@ -84,7 +80,11 @@ def run(quick=False):
         tmp = Path(tmp)
         for scale in scales:
             capture = tmp / f"x{scale}.pcap"
-            write_scaled(SOURCE, capture, scale)
+            # in a child: a forked child starts with its parent's resident set, which would
+            # count in every command's peak RSS if the copies were built in this process
+            subprocess.run([sys.executable, str(Path(__file__).with_name("scaled_capture.py")),
+                            str(SOURCE), str(capture), "--copies", str(scale)], check=True,
+                           stdout=subprocess.DEVNULL)
             packets = _packets(capture)
             for name, cmd in commands(capture, tmp).items():
                 wall, rss, rc = measure(cmd, timeout)

@@ -4,10 +4,12 @@ The flow table follows the "Flows" contract of DESIGN.md. How a flow is delimite
 
 - Packets are grouped by their unordered endpoint pair (address, port, address, port, protocol)
   and kept in capture order (not timestamp order: after a clock step backwards the packets of a
-  connection still follow each other as they were seen).
+  connection still follow each other as they were seen; ``reorder`` puts them in timestamp
+  order within a window first, :mod:`traceflow.pcap.reorder`).
 - A flow ends before a packet when the gap since the previous packet of the pair exceeds
-  ``idle_timeout`` seconds (a lone timestamp far ahead of both neighbours is a clock glitch and
-  splits nothing), or (TCP) when the packet is a SYN without ACK whose ISN differs from
+  ``idle_timeout`` seconds (a lone timestamp far ahead of both neighbours — the pair's next
+  packet, within 65536 packets, is more than ``idle_timeout`` behind it — is a clock glitch and
+  splits nothing, while its connection is open), or (TCP) when the packet is a SYN without ACK whose ISN differs from
   the base sequence number of its direction in the current connection (port reuse; the rule
   Wireshark uses for ``tcp.stream``). A SYN with the same ISN is a retransmission: counted in
   ``syn_count``, no new flow. Late packets after a FIN/RST stay in their connection.
@@ -44,10 +46,15 @@ excluded); ``retransmissions`` counts segments occupying sequence space (SYN, pa
 start below the highest sequence number already sent in that direction (retransmissions,
 including retransmitted SYNs, and reordered segments).
 
-Implementation: Polars does the columnar work (projection, address halves, group-by counters,
-per-flow columns); the sequential rules (ISN-based splitting, handshake event chain, running
-sequence-space state) run in one O(n) pass of the Cython kernel :mod:`traceflow.flows.flowsplit`,
-which also numbers endpoint pairs with a hash table so no sort of the packets is needed.
+Implementation, streaming (issue 17): packets are read batch by batch (:func:`packet_batches`);
+the Cython kernel :class:`traceflow.flows.flowsplit.FlowSplitter` keeps state for open endpoint
+pairs only (a hash table, so no sort of the packets) and does the sequential rules (ISN-based
+splitting, handshake event chain, sequence space, exact payload coverage) and the counters in
+one O(n) pass; a connection is finished when a new one replaces it on its pair or the capture's
+clock passes its last packet by more than ``idle_timeout``. Polars turns finished connections
+into flow rows, and :class:`FlowStream` hands them out in start order as soon as no open
+connection can start earlier, so memory is O(open connections + one batch) whatever the
+capture's length; ``traceflow flows -o`` writes them chunk by chunk (:func:`write_flows`).
 
 Extra columns beyond the contract: ``ip_version``, ``frame_bytes`` (captured frames' wire lengths,
 link header included, as Wireshark's ``frame.len``), ``synack_count``, the path RTT columns.
@@ -60,7 +67,7 @@ import pyarrow as pa
 
 from traceflow.errors import InputFormatError
 from traceflow.flows.pathrtt import RTT_COLUMNS
-from traceflow.pcap.schema import ACK, FIN, RST, SYN, TCP
+from traceflow.pcap.schema import TCP
 
 CLOSE_REASONS = ("FIN", "RST", "IDLE", "EOF")
 HANDSHAKE_STATES = ("complete", "partial", "none")
@@ -328,7 +335,8 @@ class FlowStream:
 
 
 #: what the splitter reads of a prepared batch, and what the sampler reads besides its output
-_KERNEL_COLUMNS = ["ts", *_ADDR, "sport", "dport", "has_ports", "proto", "ip_version", "is_tcp", "flags", "seq", "payload", "ip_len", "wirelen"]
+_KERNEL_COLUMNS = ["ts", *_ADDR, "sport", "dport", "has_ports", "proto", "ip_version", "is_tcp",
+                   "flags", "seq", "payload", "ip_len", "wirelen"]
 _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "has_ts", "tsval",
                     "tsecr"]
 
