@@ -1,4 +1,4 @@
-"""``traceflow replay MODEL.json|FLOWS.parquet [--scenario X.toml] [--set k=v ...] -o RUN_DIR``."""
+"""``traceflow replay MODEL.json|FLOWS.parquet|CAPTURE [--scenario X.toml] [--set k=v ...] -o RUN_DIR``."""
 import click
 
 from traceflow.cli.options import echo_json, json_option
@@ -19,8 +19,10 @@ from traceflow.cli.options import echo_json, json_option
 @click.option("--seed", type=int, default=None, help="Random seed (default: the scenario's).")
 @click.option("--rtt", "rtt_mode", type=click.Choice(["path", "handshake"]), default="path",
               show_default=True,
-              help="Trace mode: each flow's RTT is its path's propagation RTT (the minimum RTT of "
-                   "its host pair over the trace; the simulated bottleneck adds the queueing), or "
+              help="Trace mode: each flow's RTT is its path's propagation RTT (the nearest "
+                   "unqueued handshake of its host pair; from a capture with --model, the "
+                   "packet-pair test tells which met no queue; the simulated bottleneck adds the "
+                   "queueing), or "
                    "its own handshake RTT (queueing included, so counted twice: for comparison).")
 @click.option("--no-normalize", is_flag=True,
               help="Model mode: keep the raw sampled sizes (no sample-path normalization to the "
@@ -28,9 +30,9 @@ from traceflow.cli.options import echo_json, json_option
 @json_option
 def command(source, out_dir, scenario, overrides, model_path, duration, seed, rtt_mode, no_normalize,
             as_json):
-    """Replay a fitted model (flows sampled from it) or a flows table (the measured connections
-    as they were: request, response, path RTT) closed-loop through the simulated TCP and
-    bottleneck.
+    """Replay a fitted model (flows sampled from it), or a flows table or a capture (the measured
+    connections as they were: request, response, path RTT) closed-loop through the simulated TCP
+    and bottleneck.
 
     The bottleneck capacity defaults to the model's estimate; the end-host parameters inferred
     from the trace (segment size, header bytes, initial window, receiver window, minimum and

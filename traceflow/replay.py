@@ -252,26 +252,28 @@ def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, 
 
 
 def load_source(path):
-    """``("model", Model)`` for a model JSON, ``("flows", DataFrame)`` for a flows table."""
+    """``("model", Model)`` for a model JSON, ``("flows", DataFrame)`` for a flows table,
+    ``("packets", DataFrame)`` for a capture or a packets table."""
+    from traceflow.flows import input_kind, scan_packets
+
     path = Path(path)
     if not path.exists():
         raise InputFormatError("no such file", path=path)
     with open(path, "rb") as f:
-        head = f.read(4)
-    if head == b"PAR1":
-        from traceflow.flows import input_kind
-
-        if input_kind(path) != "flows":
-            raise InputFormatError("expected a model JSON or a flows table", path=path)
+        head = f.read(64).lstrip()
+    if head.startswith(b"{"):
+        return "model", Model.load(path)
+    if input_kind(path) == "flows":
         return "flows", pl.read_parquet(path)
-    return "model", Model.load(path)
+    return "packets", scan_packets(path).collect()
 
 
 def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration_s=None, seed=None,
            normalize=True, rtt="path", progress=None):
-    """Replay ``source`` (model JSON path, :class:`Model`, flows Parquet path or flows frame) and
-    write the run directory ``out_dir``. ``model`` supplies hosts and capacity in trace-driven
-    mode; ``seed`` (default: the scenario's) drives the sampling and the run; ``rtt``: the
+    """Replay ``source`` (model JSON path, :class:`Model`, flows Parquet path or flows frame, a
+    capture or packets Parquet path) and write the run directory ``out_dir``. ``model`` supplies
+    hosts and capacity in trace-driven mode (and, for a capture, the capacity of the packet-pair
+    test of :func:`traceflow.flows.handshake_queue.synack_queued`); ``seed`` (default: the scenario's) drives the sampling and the run; ``rtt``: the
     per-flow RTTs of a trace replay (:data:`RTT_MODES`). Returns the simulator
     :class:`~traceflow.sim.Result`."""
     from traceflow.sim import run
@@ -284,6 +286,12 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
         mode, obj = "flows", source if isinstance(source, pl.DataFrame) else pl.from_arrow(source)
     if isinstance(model, (str, Path)):
         model = Model.load(model)
+    if mode == "packets":
+        from traceflow.flows import flows
+        from traceflow.flows.handshake_queue import synack_queued
+
+        mode, obj = "flows", synack_queued(obj, flows(obj),
+                                           model.link.capacity_bps if model else None)
     if mode == "model":
         model = obj
         table = sample_flows(model, duration_s=duration_s, seed=seed or 0, normalize=normalize)

@@ -265,3 +265,27 @@ def test_testbed_replay_full_span(tmp_path):
     u = result["metrics"]["utilization"]
     assert abs(u["predicted"] - u["measured"]) / u["measured"] <= 0.15
     assert all(np.isfinite(m["error"]) for m in result["metrics"].values())
+
+
+def test_replay_of_a_capture_keeps_the_measured_handshake_rtts(tmp_path):
+    """`replay CAPTURE --model M`: the measured connections, path RTTs from the packet-pair test
+    (three RTT classes, 10/60/180 ms, with the testbed relay's jitter): the replay's handshake
+    RTTs follow the measured ones (KS distance as in the testbed criteria)."""
+    from scipy.stats import ks_2samp
+
+    from conftest import shared_path
+    from traceflow.experiments.testbed_replay import SCENARIO, read_run, run_overrides
+    from traceflow.flows import flows
+    from traceflow.models.fit import fit
+    from traceflow.pcap.reader import read_packets
+    from traceflow.replay import replay
+
+    params, client, server = read_run(shared_path("testbed", "rtt3dev"), span_s=40)
+    capture = tmp_path / "client.parquet"
+    client.write_parquet(capture)
+    model = fit(client, hosts_from=server)
+    replay(capture, tmp_path / "run", model=model, scenario=SCENARIO,
+           overrides=run_overrides(params), duration_s=40)
+    got = flows(pl.from_arrow(read_packets(tmp_path / "run" / "g1-g2.pcap")))["rtt_handshake"]
+    want = flows(client)["rtt_handshake"]
+    assert ks_2samp(got.drop_nulls().to_numpy(), want.drop_nulls().to_numpy()).statistic < 0.1

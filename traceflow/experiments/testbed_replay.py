@@ -85,6 +85,7 @@ def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1,
     from traceflow import compare as C
     from traceflow.models.fit import fit
     from traceflow.flows import flows
+    from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.queue_loss import queue_loss
     from traceflow.replay import replay
 
@@ -98,7 +99,8 @@ def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1,
     measured.queue_loss = queue_loss(server, client)
     out = {"model": model}
     for mode in modes:
-        source = flows(client) if mode == "trace" else model
+        source = (synack_queued(client, flows(client), model.link.capacity_bps)
+                  if mode == "trace" else model)
         run = replay(source, out_dir / mode, model=model, scenario=SCENARIO, overrides=sets,
                      seed=seed, duration_s=span_s)
         predicted = C.load_side(out_dir / mode)

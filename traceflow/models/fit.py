@@ -187,7 +187,12 @@ def path_rtt(flows):
     handshake *is* the path's RTT at that moment and is kept as the flow's path RTT (with its
     processing jitter); a loaded flow gets the unqueued handshake of its pair nearest in time,
     never its own (whose queueing the simulated bottleneck creates again). Without any unqueued
-    handshake: the pair's minimum, else the minimum over all pairs (null when none).
+    handshake: the pair's minimum, else the minimum over all pairs (null when none). Where the
+    flows carry ``synack_queued`` (:func:`traceflow.flows.handshake_queue.synack_queued`, the
+    packet-pair test) and the SYN/ACK's leg is the loaded one, a handshake whose SYN/ACK met an
+    idle bottleneck is unqueued too unless its excess is an outlier among those of its pair
+    (Tukey's fence): host and relay jitter larger than the clean leg's stays in the path RTT it
+    belongs to, a transient delay of one handshake does not.
 
     Also ``server_share``: the part of the path RTT on the server's side of the capture point,
     min(``rtt_syn``) / (min(``rtt_syn``) + min(``rtt_ack``)) over the pair's handshakes (0.5 when a
@@ -204,9 +209,17 @@ def path_rtt(flows):
     syn_loaded = spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0)
     loaded = pl.when(syn_loaded).then(syn).otherwise(ack)
     jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
+    excess = loaded - loaded.min().over(pair)
+    free = excess <= jitter.fill_null(0)
+    if "synack_queued" in flows.columns:
+        # a SYN/ACK that met an idle bottleneck: its excess is the path's own jitter unless it
+        # is an outlier among those (Tukey's fence), a host's transient delay (SYN processing)
+        # that the connection's later packets did not see
+        idle = syn_loaded & ~pl.col("synack_queued")
+        q1, q3 = (excess.filter(idle).quantile(q).over(pair) for q in (0.25, 0.75))
+        free = free | (idle & (excess <= q3 + 1.5 * (q3 - q1))).fill_null(False)
     fl = flows.with_row_index("_row").with_columns(
-        _t=pl.col("start").cast(pl.Int64), _hs=hs,
-        _free=(loaded - loaded.min().over(pair) <= jitter.fill_null(0)) & hs.is_not_null())
+        _t=pl.col("start").cast(pl.Int64), _hs=hs, _free=free & hs.is_not_null())
     # stable sorts: equally near unqueued handshakes resolve the same way on every run
     free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
             .sort("_t", maintain_order=True))
@@ -230,6 +243,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     ``hosts_from``: inputs whose packets supply the end-host inference instead (a sender-side
     capture of the same traffic). ``capacity_bps`` overrides the capacity estimate."""
     from traceflow.flows import flows as build_flows
+    from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.hosts import infer_hosts
 
     if isinstance(inputs, (str, Path, pl.DataFrame)):
@@ -266,7 +280,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
 
-    tr = cmp.transfers(path_rtt(fl))
+    tr = cmp.transfers(path_rtt(synack_queued(packets, fl, cap)))
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
     size_tail = tail_of(sizes)
