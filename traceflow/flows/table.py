@@ -505,6 +505,22 @@ def input_kind(path):
     raise InputFormatError("Parquet file is neither a packets nor a flows table", path=path)
 
 
+def scan_packets(path):
+    """Packets of one input as a LazyFrame, whole: a packets Parquet (scanned lazily, together
+    with the other chunk parts of the same capture when it is one) or a capture (decoded into
+    memory; :func:`packet_batches` streams it instead)."""
+    from traceflow.scale.parallel import chunk_parts
+
+    kind = input_kind(path)
+    if kind == "packets":
+        return pl.scan_parquet(chunk_parts(path))
+    if kind == "flows":
+        raise InputFormatError("expected packets or a capture, got a flows table", path=path)
+    from traceflow.pcap.reader import read_packets
+
+    return pl.from_arrow(read_packets(path)).lazy()
+
+
 def packet_batches(packets, batch_size=BATCH_ROWS):
     """The packets of ``packets`` as batches of at most ``batch_size`` rows, in order, read
     lazily: a path (a capture, decoded batch by batch, or a packets Parquet, read together with
