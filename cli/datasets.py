@@ -10,13 +10,25 @@ def command():
 
     Bundled samples ship with traceflow; external datasets (marked "external") are only described:
     `path` tells where they are expected, `verify` checks them there.
+
+    \b
+    Examples:
+      traceflow datasets list
+      traceflow datasets verify sample-sim-dumbbell
+      traceflow fit "$(traceflow datasets path sample-sim-dumbbell sim_dumbbell_a135.pcap.gz)" -o m.json
     """
 
 
 @command.command(name="list")
 @json_option
 def list_(as_json):
-    """List the registered datasets."""
+    """List the registered datasets.
+
+    \b
+    Examples:
+      traceflow datasets list
+      traceflow datasets list --json
+    """
     from traceflow.datasets.registry import load_registry
 
     rows = [{"name": d.name, "bundled": d.bundled, "present": d.present,
@@ -39,7 +51,13 @@ def list_(as_json):
 def verify(names, as_json):
     """Recompute the SHA-256 of every file (of NAMES, default all present datasets).
 
-    Exits 1 when a file is missing or differs."""
+    Exits 1 when a file is missing or differs.
+
+    \b
+    Examples:
+      traceflow datasets verify
+      traceflow datasets verify testbed-alpha1.35 --json
+    """
     from traceflow.datasets.registry import get, load_registry, verify as check
 
     reg = load_registry()
@@ -59,7 +77,13 @@ def verify(names, as_json):
 @click.argument("name")
 @click.argument("file", required=False)
 def path(name, file):
-    """Print the path of dataset NAME's folder (or of its FILE)."""
+    """Print the path of dataset NAME's folder (or of its FILE).
+
+    \b
+    Examples:
+      traceflow datasets path sample-sim-dumbbell
+      traceflow datasets path sample-sim-dumbbell sim_dumbbell_a135.pcap.gz
+    """
     from traceflow.datasets.registry import get
 
     d = get(name)

@@ -15,15 +15,19 @@ from traceflow.cli.options import echo_json, json_option
 def command(out_dir, sample, seed, as_json):
     """Run the main job end to end on the bundled sample (about a minute): ingest the capture, build
     flows, fit a model, replay it through the simulator, compare predicted with measured, and
-    write an HTML report. Progress goes to stderr; the report's path is printed last."""
+    write an HTML report. Progress goes to stderr; the report's path is printed last.
+
+    \b
+    Examples:
+      traceflow demo
+      traceflow demo -o /tmp/demo --seed 2
+      traceflow demo --sample my_capture.pcap -o demo-mine
+    """
     from traceflow.demo import run_demo
 
     summary = run_demo(out_dir, sample=sample, seed=seed, log=lambda m: click.echo(m, err=True))
     if as_json:
         echo_json(summary)
         return
-    u = summary["utilization"]
-    click.echo(f"utilization measured {u['measured']:.3f}, predicted {u['predicted']:.3f}; "
-               f"{len(summary['passed'])} metrics within tolerance, failed: "
-               f"{', '.join(summary['failed']) or 'none'}")
+    click.echo(summary["headline"])
     click.echo(f"report: {summary['report']}")

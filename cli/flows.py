@@ -7,8 +7,8 @@ import click
 import pyarrow.parquet as pq
 
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
-from traceflow.cli.options import (Duration, echo_json, json_option, reorder_option,
-                                   warn_reordering)
+from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
+                                   reorder_option, table_output_option, warn_reordering)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
@@ -46,8 +46,7 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
 
 @click.command("flows")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", type=click.Path(),
-              help="Write the flow table to this Parquet file (with --dataset: directory).")
+@table_output_option("flow table", extra=" With --dataset: a directory of Parquet parts.")
 @click.option("--dataset", is_flag=True,
               help="Write one Parquet part of flows per input file into the directory -o, "
                    "computed in parallel (implied when -o is an existing directory).")
@@ -58,25 +57,44 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
                    "packet tables larger than RAM).")
 @reorder_option
 @executor_options
+@filter_options("flows")
 @json_option
-def command(inputs, output, dataset, idle_timeout, partitions, reorder, executor, workers,
-            scheduler, as_json):
+def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, executor, workers,
+            scheduler, filter_, proto, as_json):
     """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet; files, globs
     or directories).
 
     Each input gets its own flows (column ``source``); ``flow_id`` numbers the result. With
     --dataset, captures and packets tables only; ``flow_id`` restarts in every part and
-    ``source`` holds the input's absolute path.
+    ``source`` holds the input's absolute path. --filter and --proto select flows (columns of
+    the flow table); in text formats addresses are text, durations seconds and times UTC.
+
+    \b
+    Examples:
+      traceflow flows trace.pcap
+      traceflow flows trace.pcap -o flows.parquet
+      traceflow flows trace.pcap -o flows.csv --proto tcp --filter "server_port = 443"
+      traceflow flows trace.pcap -o - --head 10 --filter "bytes > 1e5"
+      traceflow flows 'captures/*.pcap' -o flows_ds/ --dataset --workers 2
     """
     import polars as pl
 
+    from traceflow import units
     from traceflow.flows.table import load_flows, write_flows
     from traceflow.flows.lifetimes import flows_summary
+    from traceflow.output import table_format, write_table
     from traceflow.scale.parallel import expand_paths, resolve_executor
+    from traceflow.selection import row_filter, select_rows
 
+    check_stdout(output, as_json)
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
-    if output and check_dataset_output(output, dataset, None, executor, workers, scheduler):
+    to_dataset = bool(output) and output != "-" and check_dataset_output(
+        output, dataset, None, executor, workers, scheduler)
+    if to_dataset and row_filter(filter_, proto) is not None:
+        raise TraceflowError("--filter/--proto apply to a flow table, not to a --dataset "
+                             "(filter when reading it)")
+    if to_dataset:
         info = flows_dataset(inputs, output, idle_timeout=idle_timeout, partitions=partitions,
                              executor=resolve_executor(executor, scheduler), workers=workers,
                              scheduler=scheduler)
@@ -88,11 +106,16 @@ def command(inputs, output, dataset, idle_timeout, partitions, reorder, executor
             raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
         files, notes = expand_paths(inputs, INPUT_PATTERNS), []
         if output:
+            table_format(output)  # an unknown suffix fails before the work
+        if output and table_format(output) == "parquet" and row_filter(filter_, proto) is None:
+            # streamed: the flows are written as they end, only the summary's columns are kept
             table = write_flows(files, output, columns=SUMMARY_COLUMNS, idle_timeout=idle_timeout,
                                 partitions=partitions, reorder=reorder, notes=notes)
         else:
-            table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
-                               columns=SUMMARY_COLUMNS, reorder=reorder, notes=notes)
+            table = select_rows(load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
+                                           reorder=reorder, notes=notes), filter_, proto)
+            if output:
+                write_table(table, output, head=head)
         warn_reordering(notes)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]
@@ -102,11 +125,14 @@ def command(inputs, output, dataset, idle_timeout, partitions, reorder, executor
         return
     tcp = summary["tcp"]
     n = len(per_file)
-    click.echo(f"{summary['flows']} flows ({tcp['connections']} TCP) from {n} "
-               f"file{'s' * (n != 1)}" + (f" -> {output}" if output else ""))
-    click.echo("TCP close: " + ", ".join(f"{k} {v}" for k, v in tcp["by_close"].items()))
-    click.echo("TCP handshake: " + ", ".join(f"{k} {v}" for k, v in tcp["by_handshake"].items()))
-    for row in tcp["short_lived"]:
-        click.echo(f"lifetime < {row['threshold']} packets: "
-                   f"{row['short_share_connections']:.1%} of connections, "
-                   f"{row['short_share_bytes']:.1%} of bytes")
+    # with -o - the table owns stdout: the summary goes to stderr
+    echo = (lambda m: click.echo(m, err=True)) if output == "-" else click.echo
+    echo(f"{summary['flows']} flows ({tcp['connections']} TCP) from {n} "
+         f"file{'s' * (n != 1)}" + (f" -> {output}" if output and output != "-" else ""))
+    echo("TCP close: " + (", ".join(f"{k} {v}" for k, v in tcp["by_close"].items()) or "none"))
+    echo("TCP handshake: "
+         + (", ".join(f"{k} {v}" for k, v in tcp["by_handshake"].items()) or "none"))
+    for row in tcp["short_lived"] if tcp["connections"] else ():
+        echo(f"lifetime < {row['threshold']} packets: "
+             f"{units.share(row['short_share_connections'])} of connections, "
+             f"{units.share(row['short_share_bytes'])} of bytes")

@@ -20,7 +20,8 @@ import select
 import signal
 import sys
 
-from traceflow.errors import OUT_OF_MEMORY, human_bytes, out_of_memory
+from traceflow.errors import OUT_OF_MEMORY, out_of_memory
+from traceflow.units import size
 
 #: signals passed on to the child (a terminal's Ctrl-C reaches it directly: not passed twice)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -185,7 +186,7 @@ class _Guard:
         if self._child_starved():  # the child said so itself
             return self.error
         detail = ("a native library could not allocate" if self.alloc is None else
-                  f"a native allocation of {human_bytes(self.alloc)} failed")
+                  f"a native allocation of {size(self.alloc)} failed")
         if self.error:  # e.g. a worker's allocation failed; the coordinator said what it lost
             return f"{self.error}: {out_of_memory(detail)}"
         return f"{command_name(sys.argv[1:])}: {out_of_memory(detail)}"

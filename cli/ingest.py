@@ -7,14 +7,12 @@ from functools import partial
 from pathlib import Path
 
 import click
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from traceflow.cli.options import echo_json, json_option, progress
+from traceflow.cli.options import (check_stdout, echo_json, json_option, progress,
+                                   table_output_option)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
-ARROW_SUFFIXES = {".arrow", ".ipc", ".feather"}
 #: what a directory input is searched for (recursively)
 CAPTURE_PATTERNS = ("*.pcap", "*.pcapng", "*.cap", "*.pcap.gz", "*.pcap.zst", "*.pcapng.gz",
                     "*.pcapng.zst")
@@ -46,71 +44,51 @@ class ByteSize(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-def _format_for(dst, fmt):
-    if fmt:
-        return fmt
-    return "arrow" if Path(dst).suffix.lower() in ARROW_SUFFIXES else "parquet"
+def check_format(dst, fmt):
+    """The table format of the user's output ``dst`` (its suffix, :mod:`traceflow.output`);
+    ``--format``, when given, must agree."""
+    from traceflow.output import table_format
 
-
-class _Summary:
-    """Per-protocol packet counts and IP bytes, accumulated batch by batch."""
-
-    def __init__(self):
-        self.counts = {"ipv4": 0, "ipv6": 0, "tcp": 0, "udp": 0, "icmp": 0, "other": 0}
-        self.ip_bytes = 0
-
-    def add(self, batch):
-        version, proto = batch.column("ip_version"), batch.column("proto")
-
-        def count(mask):
-            return int(pc.sum(pc.fill_null(mask, False).cast(pa.int64())).as_py() or 0)
-
-        self.counts["ipv4"] += count(pc.equal(version, 4))
-        self.counts["ipv6"] += count(pc.equal(version, 6))
-        self.counts["tcp"] += count(pc.equal(proto, 6))
-        self.counts["udp"] += count(pc.equal(proto, 17))
-        self.counts["icmp"] += count(pc.or_(pc.equal(proto, 1), pc.equal(proto, 58)))
-        self.counts["other"] += batch.num_rows - count(pc.is_valid(version))
-        self.ip_bytes += int(pc.sum(batch.column("ip_len")).as_py() or 0)
+    found = table_format(dst)
+    if fmt and found != fmt:
+        raise TraceflowError(f"--format {fmt} but the suffix says {found}", path=dst)
+    return found
 
 
 def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_size=65536,
-                 progress_cb=None, chunk=None):
-    """Decode the captures ``srcs`` in order into one table at ``dst`` (written atomically);
+                 progress_cb=None, chunk=None, head=None):
+    """Decode the captures ``srcs`` in order into one table at ``dst`` (written atomically, in
+    format ``fmt``, by default that of its suffix: :mod:`traceflow.output`; ``-`` prints the first
+    ``head`` rows);
     ``chunk`` (a :class:`traceflow.pcap.reader.Chunk` of the one source) decodes only that chunk.
 
     Returns a JSON-able summary: packets, per-protocol counts, skipped records/bytes, unsupported
     link types, bytes read and IP bytes, one entry per input under ``files``.
     """
-    import pyarrow.parquet as pq
-
-    from traceflow.atomic import atomic_path
+    from traceflow.output import DEFAULT_HEAD, TableSink
+    from traceflow.pcap.info import ProtocolCounts
     from traceflow.pcap.reader import ReadStats, iter_batches
     from traceflow.pcap.schema import PACKET_SCHEMA
 
-    fmt = _format_for(dst, fmt)
     files = []
-    with atomic_path(dst) as tmp:
-        if fmt == "parquet":
-            writer = pq.ParquetWriter(tmp, PACKET_SCHEMA, compression="zstd")
-        else:
-            writer = pa.ipc.new_file(str(tmp), PACKET_SCHEMA)
-        with writer:
-            for src in srcs:
-                stats, summary = ReadStats(), _Summary()
-                for batch in iter_batches(src, decoder=decoder, on_error=on_error,
-                                          batch_size=batch_size, stats=stats, progress=progress_cb,
-                                          chunk=chunk):
-                    writer.write_batch(batch)
-                    summary.add(batch)
-                files.append({**stats.as_dict(), "protocols": summary.counts,
-                              "ip_bytes": summary.ip_bytes})
-    return {"output": str(dst), "format": fmt, "decoder": decoder, **totals(files)}
+    with TableSink(dst, schema=PACKET_SCHEMA, head=head or DEFAULT_HEAD, fmt=fmt) as sink:
+        for src in srcs:
+            stats, summary = ReadStats(), ProtocolCounts()
+            for batch in iter_batches(src, decoder=decoder, on_error=on_error,
+                                      batch_size=batch_size, stats=stats, progress=progress_cb,
+                                      chunk=chunk):
+                sink.write(batch)
+                summary.add(batch)
+            files.append({**stats.as_dict(), "protocols": summary.counts,
+                          "ip_bytes": summary.ip_bytes})
+    return {"output": str(dst), "format": sink.format, "decoder": decoder, **totals(files)}
 
 
 def totals(files):
     """Summary fields summed over per-file summaries (ReadStats dicts plus protocols, ip_bytes)."""
-    protocols = {k: sum(f["protocols"][k] for f in files) for k in _Summary().counts}
+    from traceflow.pcap.info import ProtocolCounts
+
+    protocols = {k: sum(f["protocols"][k] for f in files) for k in ProtocolCounts.KEYS}
     unsupported = {}
     for f in files:
         for lt, n in f["unsupported_linktypes"].items():
@@ -120,6 +98,7 @@ def totals(files):
         "records": sum(f["records"] for f in files),
         "skipped_records": sum(f["skipped_records"] for f in files),
         "skipped_bytes": sum(f["skipped_bytes"] for f in files),
+        "truncated_bytes": sum(f["truncated_bytes"] for f in files),
         "unsupported_linktypes": unsupported,
         "bytes_read": sum(f["bytes"] for f in files),
         "ip_bytes": sum(f["ip_bytes"] for f in files),
@@ -170,7 +149,7 @@ def _add_up(entries):
     """One file's summary from the summaries of its chunks."""
     out = dict(entries[0])
     for key in ("records", "packets", "skipped_records", "skipped_bytes", "interfaces", "bytes",
-                "ip_bytes"):
+                "ip_bytes", "truncated_bytes"):
         out[key] = sum(e[key] for e in entries)
     out["protocols"] = {k: sum(e["protocols"][k] for e in entries) for k in out["protocols"]}
     unsupported = {}
@@ -210,14 +189,13 @@ def check_dataset_output(output, dataset, fmt=None, executor=None, workers=None,
 
 @click.command("ingest")
 @click.argument("pcaps", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", required=True, type=click.Path(),
-              help="Output table (.parquet, or .arrow for Arrow IPC), or with --dataset a "
-                   "directory of Parquet parts.")
+@table_output_option("packets table", required=True,
+                     extra=" With --dataset: a directory of Parquet parts.")
 @click.option("--dataset", is_flag=True,
               help="Write one Parquet part per input file into the directory -o, decoding the "
                    "files in parallel (implied when -o is an existing directory).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "arrow"]), default=None,
-              help="Output format (default: from the output suffix, else parquet).")
+              help="Check that the output is this format (it comes from the suffix).")
 @click.option("--decoder", type=click.Choice(["fast", "dpkt"]), default="fast", show_default=True,
               help="Cython decoder or the dpkt reference (identical tables).")
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
@@ -230,22 +208,36 @@ def check_dataset_output(output, dataset, fmt=None, executor=None, workers=None,
                    "16MiB; default 64MiB).")
 @executor_options
 @json_option
-def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, chunk_size, executor,
-            workers, scheduler, as_json):
+def command(pcaps, output, head, dataset, fmt, decoder, on_error, batch_size, chunk_size,
+            executor, workers, scheduler, as_json):
     """Decode PCAPS (pcap/pcapng, optionally .gz/.zst; files, globs or directories) into one
-    packets table, in order, or with --dataset into one Parquet part per file."""
+    packets table, in order, or with --dataset into one Parquet part per file.
+
+    A capture that ends inside a record (tcpdump killed or still running) keeps its complete
+    records with a warning; a malformed record elsewhere is an error unless --on-error skip.
+
+    \b
+    Examples:
+      traceflow ingest trace.pcap.gz -o packets.parquet
+      traceflow ingest a.pcap b.pcapng -o packets.arrow --on-error skip
+      traceflow ingest trace.pcap -o - --head 5
+      traceflow ingest 'captures/**/*.pcap*' -o packets_ds/ --dataset --workers 2
+    """
     from traceflow.scale.parallel import expand_paths, resolve_executor
 
+    check_stdout(output, as_json)
     opts = dict(decoder=decoder, on_error=on_error, batch_size=batch_size)
-    if check_dataset_output(output, dataset, fmt, executor, workers, scheduler):
+    if output != "-" and check_dataset_output(output, dataset, fmt, executor, workers, scheduler):
         summary = ingest_dataset(pcaps, output, executor=resolve_executor(executor, scheduler),
                                  workers=workers, scheduler=scheduler,
                                  chunk_size=chunk_size or DEFAULT_CHUNK_SIZE, **opts)
     else:
         if chunk_size is not None:
             raise TraceflowError("--chunk-size needs --dataset (one Parquet part per chunk)")
+        fmt = check_format(output, fmt)  # an unknown suffix fails before the work
         srcs = expand_paths(pcaps, CAPTURE_PATTERNS)
-        if sys.stderr.isatty():
+        opts["head"] = head
+        if sys.stderr.isatty() and output != "-":
             total = sum(p.stat().st_size for p in srcs)
             with progress(length=total, label="ingest") as bar:
                 summary = ingest_files(srcs, output, fmt=fmt, progress_cb=bar.update, **opts)
@@ -253,12 +245,18 @@ def command(pcaps, output, dataset, fmt, decoder, on_error, batch_size, chunk_si
             summary = ingest_files(srcs, output, fmt=fmt, **opts)
     if as_json:
         echo_json(summary)
-    else:
-        p = summary["protocols"]
-        n = len(summary["files"])
-        click.echo(f"{summary['packets']} packets ({p['ipv4']} IPv4, {p['ipv6']} IPv6, "
-                   f"{p['tcp']} TCP, {p['udp']} UDP) from {n} file{'s' * (n != 1)} "
-                   f"-> {summary['output']}")
-        if summary["skipped_records"] or summary["unsupported_linktypes"]:
-            click.echo(f"skipped {summary['skipped_records']} malformed records; unsupported link "
-                       f"types {summary['unsupported_linktypes']}", err=True)
+        return
+    from traceflow.pcap.info import linktype_name
+
+    p = summary["protocols"]
+    n = len(summary["files"])
+    click.echo(f"{summary['packets']:,} packets ({p['ipv4']:,} IPv4, {p['ipv6']:,} IPv6, "
+               f"{p['tcp']:,} TCP, {p['udp']:,} UDP) from {n} file{'s' * (n != 1)}"
+               + ("" if output == "-" else f" -> {summary['output']}"),
+               err=output == "-")
+    if summary["skipped_records"]:
+        click.echo(f"traceflow: warning: skipped {summary['skipped_records']} malformed "
+                   f"records ({summary['skipped_bytes']:,} bytes)", err=True)
+    for lt, count in summary["unsupported_linktypes"].items():
+        click.echo(f"traceflow: warning: {count:,} records of link type {lt} "
+                   f"({linktype_name(lt)}) not decoded", err=True)

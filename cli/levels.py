@@ -4,21 +4,23 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import Duration, echo_json, json_option
+from traceflow.cli.options import (Duration, check_json_output, echo_json, filter_options,
+                                   json_option)
 from traceflow.errors import TraceflowError
 
 
-def block_series(path, scale_ns, *, column=None, bin_ns=None):
+def block_series(path, scale_ns, *, column=None, bin_ns=None, filter=None, proto=None):
     """Per-block totals of INPUT at ``scale_ns`` (float64).
 
     Captures and packets tables are binned (10 ms) and aggregated to the scale, dropping the first
     and last blocks, which the capture's start and end cut short; series tables are aggregated to
     the scale (a multiple of their bin); a plain table's ``column`` is read as consecutive bins of
-    ``bin_ns`` (default: each row is one block) and summed into blocks.
+    ``bin_ns`` (default: each row is one block) and summed into blocks. ``filter``/``proto``
+    select packets (:mod:`traceflow.selection`).
     """
     from traceflow.stats.series import block_sums, format_duration, load_series, resample
 
-    loaded = load_series(path, column=column)
+    loaded = load_series(path, column=column, filter=filter, proto=proto)
     if loaded.frame is not None:
         if bin_ns is not None:
             raise TraceflowError("--bin applies to a plain table column only", path=path)
@@ -43,6 +45,7 @@ def _format(result):
         lines.append(f"L1={lvl + 1:<2d} {row}   {cms:>5}  {result.table[lvl, h]}")
     lines.append("Pr{L2}     " + " ".join(f"{p:5.3f}" for p in result.marginal))
     s = result.summary
+    lines.append(str(result.quality()))
     lines.append(f"mutual information {s['mutual_information']:.4f} bit ({s['mi_normalized']:.1%} of H(L2)); "
                  f"TV(cond, marginal) {s['tv_distance']:.3f}; diagonal mass {s['diagonal_mass']:.3f} "
                  f"(independent: {s['diagonal_mass_independent']:.3f}); R2 of E[L2|L1] {s['r2']:.3f}; "
@@ -64,20 +67,34 @@ def _format(result):
 @click.option("--bin", "bin_ns", type=Duration("ns"), default=None,
               help="Row spacing of a plain table column (default: each row is one block).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the result (incl. the CondProb table, usable as an SSC a-priori table) as JSON.")
+              help="Write the result (incl. the CondProb table, usable as an SSC a-priori table) "
+                   "as JSON (a .json file).")
+@filter_options("packets")
 @json_option
-def command(input, scale, h, method, reverse, column, bin_ns, output, as_json):
+def command(input, scale, h, method, reverse, column, bin_ns, output, filter_, proto, as_json):
     """Conditional traffic levels of INPUT: the map L onto [1, h], the h x (h+1) CondProb table,
     Pr{L2|L1}, E[L2|L1] and how predictable L2 is from L1.
 
     INPUT is a capture, a series table (t, bytes, packets) or any Parquet/CSV file (--column).
+    The quality line flags a table with fewer than 5 transitions per cell (also a warning on
+    stderr and "quality" in the JSON).
+
+    \b
+    Examples:
+      traceflow levels trace.pcap --scale 1s --levels 4
+      traceflow levels trace.pcap --scale 2s --proto tcp --reverse -o table.json
+      traceflow levels series.parquet --column packets --json
     """
     from traceflow.atomic import write_text
+    from traceflow.errors import warn
     from traceflow.jsonutil import jsonable
     from traceflow.stats.levels import analyze_levels
 
-    x = block_series(input, scale, column=column, bin_ns=bin_ns)
+    check_json_output(output)
+    x = block_series(input, scale, column=column, bin_ns=bin_ns, filter=filter_, proto=proto)
     result = analyze_levels(x, h, method=method, reverse=reverse, scale_s=scale / 1e9)
+    for flag in result.quality().flags:
+        warn(f"levels: {flag.message}")
     doc = result.to_dict()
     doc["column"] = column or "bytes"  # the unit of the edges (an SSC a-priori table needs it)
     if output is not None:

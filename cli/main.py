@@ -3,7 +3,11 @@
 Subcommands live one per module in this package (``traceflow.cli.<name>``, attribute ``command``)
 and are imported only when invoked, so ``traceflow --help`` does not pay for Polars or the simulator.
 User errors, outputs that cannot be written and running out of memory print one line on stderr
-and exit 2; no traceback.
+and exit 2; no traceback. Warnings (:class:`traceflow.errors.TraceflowWarning`) print one line
+each on stderr, every time they occur.
+
+Shell completion (bash, zsh, fish) comes from Click: ``eval "$(_TRACEFLOW_COMPLETE=bash_source
+traceflow)"`` (``zsh_source``, ``fish_source``).
 """
 import importlib
 import os
@@ -14,13 +18,14 @@ import click
 
 from traceflow import __version__
 from traceflow.cli import guard
-from traceflow.errors import (WRITE_ERRNOS, TraceflowError, exhaustion, memory_limit,
-                              out_of_memory)
+from traceflow.errors import (WRITE_ERRNOS, TraceflowError, TraceflowWarning, exhaustion,
+                              memory_limit, out_of_memory)
 
 COMMANDS = {
+    "info": "Summarize captures like capinfos: format, link types, packets, bytes, span.",
     "ingest": "Decode pcap/pcapng captures into a packets table (Parquet/Arrow).",
     "flows": "Build the TCP/UDP flow table from captures or a packets table.",
-    "rtt": "Passive handshake RTTs: distribution, spectrum and classes.",
+    "rtt": "Passive path RTTs: per path, distribution, spectrum and classes.",
     "series": "Bin packets into a link time series (bytes, packets per bin).",
     "tail": "Heavy-tail fits (Pareto MLE, Hill, chi-square, likelihood ratios).",
     "hurst": "Hurst exponent by V-T, R/S, wavelet, Whittle, DFA, periodogram.",
@@ -34,6 +39,7 @@ COMMANDS = {
     "reproduce": "Reproduce an experiment of the source papers.",
     "sweep": "Run a parameter sweep on a local pool or a Dask cluster.",
     "datasets": "List, verify and locate registered datasets.",
+    "scenarios": "List and show the bundled scenarios (simulate/sweep take them by name).",
     "testbed": "Real-kernel TCP captures with ground truth and real RTTs (root, Linux).",
     "demo": "End-to-end demo on the bundled sample: ingest, fit, replay, compare, report.",
 }
@@ -59,7 +65,31 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="traceflow")
 def cli():
-    """traceflow: trace analytics and replay toolkit for network researchers."""
+    """traceflow: trace analytics and replay toolkit for network researchers.
+
+    \b
+    Examples:
+      traceflow demo
+      traceflow info trace.pcap
+      traceflow flows trace.pcap -o flows.csv
+      traceflow fit trace.pcap -o model.json && traceflow replay model.json -o run/
+
+    Shell completion: eval "$(_TRACEFLOW_COMPLETE=bash_source traceflow)" (or zsh_source,
+    fish_source), e.g. in ~/.bashrc.
+    """
+    warnings.simplefilter("always", TraceflowWarning)
+    warnings.showwarning = _show_warning
+
+
+_default_showwarning = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """TraceflowWarnings as one line on stderr; other warnings as Python prints them."""
+    if issubclass(category, TraceflowWarning):
+        click.echo(f"traceflow: warning: {message}", err=True)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
 
 
 def _fail(message, code):

@@ -1,21 +1,22 @@
 """``traceflow replay MODEL.json|FLOWS.parquet|CAPTURE [--scenario X.toml] [--set k=v ...] -o RUN_DIR``."""
 import click
 
-from traceflow.cli.options import echo_json, json_option
+from traceflow.cli.options import Duration, echo_json, json_option
 
 
 @click.command(name="replay")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), required=True,
               help="Run directory to write (summary.json, tables, g1-g2.pcap).")
-@click.option("--scenario", type=click.Path(dir_okay=False),
-              help="Scenario TOML for the bottleneck, TCP flavor and hosts "
-                   "(e.g. replays/replay_testbed.toml).")
+@click.option("--scenario", metavar="SCENARIO",
+              help="Scenario for the bottleneck, TCP flavor and hosts: a TOML file or a bundled "
+                   "name (e.g. replay_testbed; traceflow scenarios list).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario key, e.g. --set topology.bottleneck.rate=2e6 (repeatable).")
 @click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False),
               help="Trace-driven mode: fitted model supplying the capacity and end-host parameters.")
-@click.option("--duration", type=float, default=None, help="Simulated seconds (default: the trace's span).")
+@click.option("--duration", type=Duration(), default=None, metavar="DURATION",
+              help="Simulated time, e.g. 60s, 5min (default: the trace's span).")
 @click.option("--seed", type=int, default=None, help="Random seed (default: the scenario's).")
 @click.option("--rtt", "rtt_mode", type=click.Choice(["path", "handshake"]), default="path",
               show_default=True,
@@ -37,10 +38,18 @@ def command(source, out_dir, scenario, overrides, model_path, duration, seed, rt
     The bottleneck capacity defaults to the model's estimate; the end-host parameters inferred
     from the trace (segment size, header bytes, initial window, receiver window, minimum and
     initial RTO, delayed ACKs, SACK, timestamps; the linux TCP profile when the trace shows SACK)
-    are used unless the scenario or --set names them.
+    are used unless the scenario or --set names them. A run whose senders time out without any
+    loss at the bottleneck gets a warning (the capacity or the minimum RTO does not fit).
+
+    \b
+    Examples:
+      traceflow replay model.json -o run/
+      traceflow replay model.json -o run/ --scenario replay_testbed --duration 60s --seed 2
+      traceflow replay flows.parquet --model model.json -o run/ --set tcp.cc="newreno"
     """
     import sys
 
+    from traceflow import units
     from traceflow.replay import replay
 
     state = {"bar": None, "done": 0.0}
@@ -57,6 +66,9 @@ def command(source, out_dir, scenario, overrides, model_path, duration, seed, rt
             state["bar"].update(step)
             state["done"] = now_s
 
+    from traceflow.replays import resolve_scenario
+
+    scenario = resolve_scenario(scenario) if scenario else None
     try:
         result = replay(source, out_dir, scenario=scenario, overrides=overrides, model=model_path,
                         duration_s=duration, seed=seed, normalize=not no_normalize, rtt=rtt_mode,
@@ -69,7 +81,10 @@ def command(source, out_dir, scenario, overrides, model_path, duration, seed, rt
         echo_json(s)
         return
     r = s["replay"]
-    click.echo(f"wrote {out_dir} ({r['mode']} mode, {r['flows']} flows, {s['duration_s']:.1f} s)")
-    click.echo(f"bottleneck {s['bottleneck_rate_bps'] / 1e6:.3f} Mb/s: utilization "
-               f"{s['link_utilization']:.3f}, loss {s['loss_rate']:.4f}, "
-               f"mean response time {s['mean_response_time_s']:.3f} s")
+    click.echo(f"wrote {out_dir} ({r['mode']} mode, {r['flows']:,} flows, "
+               f"{units.duration(s['duration_s'])} simulated)")
+    click.echo(f"bottleneck {units.rate(s['bottleneck_rate_bps'])}: throughput "
+               f"{units.rate(s['throughput_bps'])}, utilization "
+               f"{units.number(s['link_utilization'])}, loss {units.share(s['loss_rate'])}, "
+               f"{s['timeouts']:,} timeouts, mean response time "
+               f"{units.duration(s['mean_response_time_s'])}")

@@ -154,11 +154,18 @@ def _check_result(result, out_dir, spec):
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
 @click.option("--quick", is_flag=True, help="Fewer runs and shorter simulations (a smoke run).")
 @executor_options
-@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Output directory (default: reproduce-NAME).")
 @json_option
 def command(name, list_only, quick, executor, workers, scheduler, out_dir, as_json):
-    """Reproduce an experiment of the source papers (see --list) into OUT_DIR/index.html."""
+    """Reproduce an experiment of the source papers (see --list) into OUTPUT/index.html.
+
+    \b
+    Examples:
+      traceflow reproduce --list
+      traceflow reproduce tcpmt_fig9 -o out/fig9 --quick
+      traceflow reproduce selfsim_baseline -o out/base --workers 2
+    """
     if list_only:
         rows = []
         for exp_name in experiment_files():

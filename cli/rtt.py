@@ -1,8 +1,9 @@
 """``traceflow rtt``: path RTTs, RTT distribution, spectrum and classes of a trace."""
 import click
 
-from traceflow.cli.options import (Duration, echo_json, json_option, reorder_option,
-                                   warn_reordering)
+from traceflow import units
+from traceflow.cli.options import (Duration, echo_json, filter_options, json_option,
+                                   reorder_option, warn_reordering)
 from traceflow.errors import TraceflowError
 
 COLUMNS = ["auto", "rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", "rtt_syn",
@@ -12,8 +13,6 @@ VANTAGE = {  # what the far half of the path (capture -> far host -> capture) is
     "receiver": "next to the data receivers; timestamp echoes time the far half, or "
                 "without timestamps the handshake and requests",
     "unknown": "mid-path or no handshakes to tell; both halves are timed"}
-WHY = {"rtt_min": "per-connection minimum path RTT, both halves around the capture summed",
-       "rtt_handshake": "handshake RTT: fewer connections have a path RTT in both halves"}
 MAX_PATH_LINES = 20
 #: the flow columns the summary reads
 FLOW_COLUMNS = ["proto", "client_addr", "server_addr", "payload_bytes_c2s", "payload_bytes_s2c",
@@ -53,16 +52,32 @@ def _classes(text):
                    "(otherwise from sequence numbers only).")
 @click.option("--samples", is_flag=True,
               help="Also write every RTT sample (ts, connection = flow_id, half, rtt, path_rtt; "
-                   "seconds) to the Parquet file -o.")
+                   "seconds) to the table -o (format from its suffix).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Where --samples writes.")
+              help="Where --samples writes: .parquet, .arrow, .csv, .tsv or .json.")
+@filter_options("flows")
 @reorder_option
 @json_option
 def command(input_path, column, per, classes, bins, max_classes, idle_timeout, timestamps,
-            samples, output, reorder, as_json):
+            samples, output, filter_, proto, reorder, as_json):
     """Print the RTT distribution, spectrum and RTT classes of INPUT (capture, packets or flows
-    Parquet), and the minimum RTT of every path."""
+    Parquet), and the minimum RTT of every path.
+
+    With --column auto (the default) the column comes from the capture's vantage point, the same
+    choice report and fit make (traceflow.flows.rtt.rtt_column); a warning says when it and the
+    handshake RTT disagree by more than 3 times.
+
+    \b
+    Examples:
+      traceflow rtt trace.pcap
+      traceflow rtt trace.pcap --per /24 --classes 10ms,100ms --filter "server_port = 443"
+      traceflow rtt trace.pcap --samples -o samples.parquet
+      traceflow rtt flows.parquet --column rtt_handshake --per connection --json
+    """
+    from traceflow.errors import warn
     from traceflow.flows.rtt import rtt_summary
+    from traceflow.output import table_format
+    from traceflow.selection import row_filter, select_rows
 
     try:
         wanted = _classes(classes)
@@ -70,67 +85,73 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
         raise TraceflowError(f"--classes: {exc}") from None
     if samples != (output is not None):
         raise TraceflowError("--samples and -o go together")
-    table = _flows(input_path, idle_timeout, timestamps, output, reorder)
+    if output is not None:
+        table_format(output)  # an unknown suffix fails before any work
+    # a filter may name any flow column; without one only the columns the summary reads are kept
+    keep = FLOW_COLUMNS if row_filter(filter_, proto) is None else None
+    table = select_rows(_flows(input_path, idle_timeout, timestamps, output, reorder, keep),
+                        filter_, proto)
     summary = rtt_summary(table.filter(table["proto"] == 6), column=column, per=per,
                           classes=wanted, bins=bins, max_classes=max_classes)
+    if summary["warning"]:
+        warn(summary["warning"])
     if as_json:
         echo_json(summary)
         return
     _print(summary)
 
 
-def _flows(input_path, idle_timeout, timestamps, samples_path, reorder):
+def _flows(input_path, idle_timeout, timestamps, samples_path, reorder, keep):
     """The flow table of INPUT; with ``samples_path``, write its RTT samples there too."""
     from traceflow.flows import input_kind, load_flows
 
     notes = []
     if samples_path is None:
         table = load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps,
-                           columns=FLOW_COLUMNS, reorder=reorder, notes=notes)
+                           columns=keep, reorder=reorder, notes=notes)
         warn_reordering(notes)
         return table
     if input_kind(input_path) == "flows":
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)
-    from traceflow.atomic import atomic_path
     from traceflow.flows import flows_with_rtt_samples
+    from traceflow.output import write_table
 
     table, samples = flows_with_rtt_samples(input_path, idle_timeout=idle_timeout,
                                             reorder=reorder, notes=notes,
                                             timestamps=timestamps)
     warn_reordering((input_path, report) for report in notes)
-    with atomic_path(samples_path) as tmp:
-        samples.write_parquet(tmp)
+    write_table(samples, samples_path)
     return table
 
 
 def _print(summary):
     q = summary["quantiles"]
-    if summary["vantage"] is not None:                 # --column auto
-        click.echo(f"vantage point: {summary['vantage']} ({VANTAGE[summary['vantage']]})")
-        click.echo(f"RTT of a connection: {summary['column']} ({WHY[summary['column']]})")
+    click.echo(f"vantage point: {summary['vantage']} ({VANTAGE[summary['vantage']]})")
+    click.echo(f"RTT of a connection: {summary['column']} ({summary['column_reason']})")
     unit = "" if summary["per"] == "connection" else f", minimum per path ({summary['per']})"
     click.echo(f"{q['n']} TCP flows with {summary['column']}{unit} (of {summary['flows']})")
     if q["n"] == 0:
         return
     paths = summary["paths"]
     if paths:
-        click.echo(f"{len(paths)} paths, minimum RTT (ms):")
+        click.echo(f"{len(paths)} paths, minimum RTT:")
         for row in paths[:MAX_PATH_LINES]:
-            click.echo(f"  {row['host_a']} - {row['host_b']}: {row['rtt_min'] * 1e3:.3f} "
+            click.echo(f"  {row['host_a']} - {row['host_b']}: {units.duration(row['rtt_min'])} "
                        f"({row['connections']} connections)")
         if len(paths) > MAX_PATH_LINES:
             click.echo(f"  ... {len(paths) - MAX_PATH_LINES} more (--json lists all)")
-    click.echo("quantiles (ms): " + ", ".join(
-        f"{k} {v * 1e3:.3f}" for k, v in q.items() if k.startswith("p")))
+    click.echo("quantiles: " + ", ".join(
+        f"{k} {units.duration(v)}" for k, v in q.items() if k.startswith("p")))
     peak = max(row["count"] for row in summary["spectrum"]) or 1
-    click.echo("spectrum: log10(RTT/10us)  count")
+    click.echo("spectrum: log10(RTT/10us)  RTT from  count")
     for row in summary["spectrum"]:
         bar = "#" * round(40 * row["count"] / peak)
-        click.echo(f"  {row['left']:6.2f} {row['count']:8d} {bar}")
+        click.echo(f"  {row['left']:6.2f} {units.duration(row['rtt_left']):>10} {row['count']:8d} "
+                   f"{bar}")
     c = summary["classes"]
     if c:
-        bounds = ", ".join(f"{b * 1e3:.3f}" for b in c["boundaries"]) or "-"
-        click.echo(f"{c['n_classes']} RTT classes ({c['method']}), boundaries (ms): {bounds}")
+        bounds = ", ".join(units.duration(b) for b in c["boundaries"]) or "none"
+        click.echo(f"{c['n_classes']} RTT classes ({c['method']}), boundaries: {bounds}")
         for k, (n, med) in enumerate(zip(c["counts"], c["medians"])):
-            click.echo(f"  class {k}: {n} flows, median {med * 1e3:.3f} ms")
+            click.echo(f"  class {k}: {n} flows, median {units.duration(med)}")

@@ -3,69 +3,89 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import echo_json, json_option
+from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
+                                   table_output_option)
 
-FILTER_HELP = ("Polars SQL WHERE clause over packet columns, e.g. \"proto = 6 AND (sport = 80 OR "
-               "dport = 80)\" or \"payload_len > 0\".")
 DIRECTION_HELP = "Keep packets by address: src:CIDR or dst:CIDR (e.g. src:10.0.0.0/8, dst:2001:db8::1)."
 
 
 @click.command("series")
 @click.argument("input", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--bin", "bin_", default="10ms", show_default=True,
+@click.option("--bin", "bin_", type=Duration("ns"), default="10ms", show_default=True,
               help="Bin width (ns, us, ms, s, min; a bare number is seconds). For a series input: "
                    "re-aggregate to this width (a multiple of its own).")
 @click.option("--direction", default=None, help=DIRECTION_HELP)
-@click.option("--filter", "filter_", default=None, help=FILTER_HELP)
+@filter_options("packets")
 @click.option("--size", type=click.Choice(["ip_len", "wirelen"]), default="ip_len", show_default=True,
               help="Bytes per packet: IP length (right for truncated captures) or frame length on the wire.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the series (t, bytes, packets) as Parquet.")
+@table_output_option("series (t, bytes, packets)")
 @json_option
-def command(input, bin_, direction, filter_, size, output, as_json):
+def command(input, bin_, direction, filter_, proto, size, output, head, as_json):
     """Bytes and packets per BIN of a capture, packets table or series table (empty bins are 0).
 
-    Bins start at integer multiples of BIN since the epoch; time stays integer nanoseconds.
+    Bins start at the first packet, so the mean rate (bytes over the span from the first to the
+    last packet) is the same at every bin width; time stays integer nanoseconds and timestamps
+    are UTC.
+
+    \b
+    Examples:
+      traceflow series trace.pcap --bin 100ms
+      traceflow series trace.pcap --bin 1s --proto tcp --filter "sport = 443" -o series.csv
+      traceflow series series.parquet --bin 1s -o -
     """
-    import numpy as np
+    import polars as pl
 
-    from traceflow.atomic import atomic_path
+    from traceflow import units
     from traceflow.errors import TraceflowError
+    from traceflow.output import table_format, write_table
     from traceflow.stats.series import (format_duration, is_packets, is_series, link_series,
-                                        packet_batches, parse_duration, read_table, resample,
-                                        stream_series, table_columns, table_kind)
+                                        read_packets, read_table, resample, select_packets,
+                                        table_kind)
 
-    width = parse_duration(bin_)
-    kind = table_kind(input)
-    if kind == "capture" or (kind == "parquet" and {"ts", "wirelen"} <= set(table_columns(input))):
-        batches = packet_batches(input, direction=direction, filter=filter_)
-        frame = stream_series(batches, width, direction, filter_, size=size)
-    else:
-        table = read_table(input)
-        if is_packets(table):
-            frame = link_series(table, width, direction, filter_, size=size)
-        elif is_series(table):
-            if direction or filter_:
-                raise TraceflowError("--direction/--filter need packets, not a series", path=input)
-            frame = resample(table.select("t", "bytes", "packets"), width)
-        else:
-            raise TraceflowError("neither a capture, a packets table nor a series table", path=input)
+    check_stdout(output, as_json)
     if output is not None:
-        with atomic_path(output) as tmp:
-            frame.write_parquet(tmp)
+        table_format(output)  # an unknown suffix fails before the work
+    width = bin_
+    if table_kind(input) == "capture":
+        packets = read_packets(input)
+    else:
+        packets = read_table(input)
+        if not is_packets(packets):
+            if not is_series(packets):
+                raise TraceflowError("neither a capture, a packets table nor a series table",
+                                     path=input)
+            if direction or filter_ or proto:
+                raise TraceflowError("--direction/--filter/--proto need packets, not a series",
+                                     path=input)
+    if is_packets(packets):
+        packets = select_packets(packets, direction, filter_, proto)
+        frame = link_series(packets, width, size=size)
+        ts = packets.get_column("ts").cast(pl.Int64)
+        span_ns = int(ts.max()) + 1 - int(ts.min()) if ts.len() else 0
+    else:
+        frame = resample(packets.select("t", "bytes", "packets"), width)
+        span_ns = frame.height * width
+    if output is not None:
+        write_table(frame, output, head=head)
+    total = int(frame.get_column("bytes").sum() or 0)
     secs = width / 1e9
-    b = frame.get_column("bytes").to_numpy().astype(float)
-    p = frame.get_column("packets").to_numpy().astype(float)
+    peak = frame.get_column("bytes").max() if frame.height else None
+    start = frame.get_column("t").cast(int).min() if frame.height else None
     summary = {"bins": frame.height, "bin": format_duration(width),
-               "start": str(frame.get_column("t").min()) if frame.height else None,
-               "duration_s": frame.height * secs, "bytes": int(b.sum()), "packets": int(p.sum()),
-               "mean_rate_bps": float(8 * b.mean() / secs) if b.size else None,
-               "peak_rate_bps": float(8 * b.max() / secs) if b.size else None,
-               "empty_bins": int(np.sum(p == 0)), "output": str(output) if output else None}
+               "start": units.timestamp(start) if start is not None else None,
+               "start_ns": start, "span_s": span_ns / 1e9, "duration_s": frame.height * secs,
+               "bytes": total, "packets": int(frame.get_column("packets").sum() or 0),
+               "mean_rate_bps": 8 * total / (span_ns / 1e9) if span_ns else None,
+               "peak_rate_bps": 8 * peak / secs if peak is not None else None,
+               "empty_bins": int((frame.get_column("packets") == 0).sum()),
+               "output": str(output) if output else None}
     if as_json:
         echo_json(summary)
-    else:
-        click.echo(f"{summary['bins']} bins of {summary['bin']} from {summary['start']}: "
-                   f"{summary['packets']} packets, {summary['bytes']} bytes, "
-                   f"mean {summary['mean_rate_bps'] or 0:.4g} bit/s, peak {summary['peak_rate_bps'] or 0:.4g} bit/s, "
-                   f"{summary['empty_bins']} empty bins" + (f" -> {output}" if output else ""))
+        return
+    echo = (lambda m: click.echo(m, err=True)) if output == "-" else click.echo
+    echo(f"{summary['bins']} bins of {summary['bin']} from {summary['start'] or 'n/a'}: "
+         f"{summary['packets']:,} packets, {units.size(total)} over {units.duration(span_ns / 1e9)}, "
+         f"mean {units.rate(summary['mean_rate_bps'])}, peak {units.rate(summary['peak_rate_bps'])} "
+         f"per {summary['bin']} bin, {summary['empty_bins']} empty bins"
+         + (f" -> {output}" if output and output != "-" else ""))
+

@@ -5,10 +5,6 @@ import click
 
 from traceflow.cli.options import echo_json, json_option
 
-_KEYS = ("duration_s", "throughput_bps", "link_utilization", "goodput_bps", "loss_rate",
-         "retransmission_rate", "reliable_throughput", "mean_queue_pkts", "buffer_occupancy",
-         "flows", "transfers", "transfers_completed")
-
 
 class _Bar:
     """Progress bar over simulated seconds, shown for runs that take more than a moment."""
@@ -33,7 +29,7 @@ class _Bar:
 
 
 @click.command("simulate")
-@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.argument("scenario", metavar="SCENARIO")
 @click.option("--set", "overrides", multiple=True, metavar="PATH.KEY=VALUE",
               help="Override a scenario value (TOML syntax), e.g. --set topology.bottleneck.rate=5e6.")
 @click.option("--seed", type=int, default=None, help="Replace simulation.seed.")
@@ -43,11 +39,20 @@ class _Bar:
               help="Progress bar on stderr (default: when stderr is a terminal).")
 @json_option
 def command(scenario, overrides, seed, run_dir, progress, as_json):
-    """Run SCENARIO.toml in the packet-level simulator and write RUN_DIR
-    (summary.json, flows/transfers/series/queue/links Parquet tables, scenario.json, pcaps)."""
+    """Run SCENARIO (a TOML file, or the name of a bundled scenario: traceflow scenarios list)
+    in the packet-level simulator and write RUN_DIR (summary.json,
+    flows/transfers/series/queue/links Parquet tables, scenario.json, pcaps).
+
+    \b
+    Examples:
+      traceflow simulate dumbbell -o runs/db
+      traceflow simulate dumbbell -o runs/vegas --set tcp.cc="vegas" --seed 2
+      traceflow simulate my_scenario.toml -o runs/mine --json
+    """
+    from traceflow.replays import resolve_scenario
     from traceflow.sim import load_scenario, run
 
-    sc = load_scenario(scenario, overrides, seed)
+    sc = load_scenario(resolve_scenario(scenario), overrides, seed)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _Bar() if show else None
     try:
@@ -59,7 +64,23 @@ def command(scenario, overrides, seed, run_dir, progress, as_json):
     if as_json:
         echo_json({"run_dir": str(run_dir), **result.summary, **result.timing})
     else:
-        s = result.summary
-        click.echo(f"{run_dir}: " + ", ".join(f"{k}={s[k]:.4g}" if isinstance(s[k], float)
-                                               else f"{k}={s[k]}" for k in _KEYS)
-                   + f", wall_s={result.timing['wall_s']:.4g}")
+        click.echo(format_summary(run_dir, result.summary, result.timing))
+
+
+def format_summary(run_dir, s, timing):
+    """A run's headline numbers in human units (``n/a`` where a quantity has no value)."""
+    from traceflow import units
+
+    return "\n".join([
+        f"wrote {run_dir} ({units.duration(s['duration_s'])} simulated in "
+        f"{units.duration(timing['wall_s'])})",
+        f"bottleneck: throughput {units.rate(s['throughput_bps'])}, goodput "
+        f"{units.rate(s['goodput_bps'])}, utilization {units.number(s['link_utilization'])}, "
+        f"mean queue {units.number(s['mean_queue_pkts'])} packets (buffer occupancy "
+        f"{units.share(s['buffer_occupancy'])})",
+        f"loss {units.share(s['loss_rate'])}, retransmissions "
+        f"{units.share(s['retransmission_rate'])}, reliable throughput "
+        f"{units.share(s['reliable_throughput'])}",
+        f"{s['flows']:,} flows, {s['transfers_completed']:,} of {s['transfers']:,} transfers "
+        "completed",
+    ])

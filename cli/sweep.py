@@ -22,7 +22,7 @@ def load_task(target):
 
 
 @click.command("sweep")
-@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("scenario", metavar="SCENARIO")
 @click.option("--grid", "grids", multiple=True, metavar="KEY=V1,V2,...",
               help="Scenario key (dotted, as for --set) and its values; repeat for more keys. "
                    "Adds to / replaces the scenario's [sweep] grid.")
@@ -39,7 +39,7 @@ def load_task(target):
               help="Run this function(scenario dict) -> summary dict per cell instead of the "
                    "simulator.")
 @executor_options
-@click.option("-o", "--out", "out_dir", required=True,
+@click.option("-o", "--output", "out_dir", required=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="Sweep directory; rerunning into it resumes the sweep.")
 @json_option
@@ -50,12 +50,20 @@ def command(scenario, grids, overrides, replications, seed, retries, task_name, 
     Each finished cell is written to SWEEP_DIR/cells/ as it completes; SWEEP_DIR/results.parquet
     has one row per cell (grid values, replication, seed, summary metrics). Interrupt it at any
     time: the same command finishes only the missing cells. Exit status 1 if cells failed.
+    SCENARIO is a TOML file or the name of a bundled scenario (traceflow scenarios list).
+
+    \b
+    Examples:
+      traceflow sweep dumbbell --grid topology.bottleneck.rate=5e6,1e7 -o sweep/
+      traceflow sweep dumbbell --grid tcp.cc=reno,vegas --replications 5 \\
+          --set simulation.duration=30 -o sweep/ --workers 2
     """
+    from traceflow.replays import resolve_scenario
     from traceflow.scale.parallel import run_summary
     from traceflow.scale.sweep import load_scenario, parse_grid, run_sweep
     from traceflow.values import apply_overrides
 
-    base, table = load_scenario(scenario)
+    base, table = load_scenario(resolve_scenario(scenario))
     base = apply_overrides(base, overrides)
     grid = {k: list(v) if isinstance(v, list) else [v] for k, v in table.get("grid", {}).items()}
     grid.update(parse_grid(grids))

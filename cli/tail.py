@@ -3,12 +3,14 @@ from pathlib import Path
 
 import click
 
-from traceflow.cli.options import echo_json, json_option
+from traceflow.cli.options import echo_json, filter_options, json_option
 
 
-def load_column(path, column):
+def load_column(path, column, filter_=None, proto=None):
     """Values of ``column`` from a flows table, a capture / packets table (flows are built), or
-    any Parquet/CSV table. Durations become seconds."""
+    any Parquet/CSV table, after ``--filter``/``--proto`` (:mod:`traceflow.selection`) on that
+    table. Durations become seconds."""
+    from traceflow.selection import select_rows
     from traceflow.stats.series import column_values, is_packets, read_table, table_kind
 
     kind = table_kind(path)
@@ -22,7 +24,7 @@ def load_column(path, column):
             from traceflow.flows import load_flows
 
             table = load_flows(path)
-    return column_values(table, column, path=path)
+    return column_values(select_rows(table, filter_, proto), column, path=path)
 
 
 @click.command("tail")
@@ -40,20 +42,34 @@ def load_column(path, column):
               help="Smallest tail size the xmin search considers.")
 @click.option("--discrete/--continuous", default=None,
               help="Treat values as integers (continuity correction) or reals [default: auto].")
+@filter_options("flows")
 @json_option
-def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, as_json):
+def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, filter_, proto,
+            as_json):
     """Fit a Pareto tail to COLUMN of FLOWS (a flows table, a capture, or any table).
 
     alpha is the tail exponent, P(X > x) = (xmin/x)^alpha; beta is the lifetime paper's location
     parameter of the whole-population Pareto, xmin * (n_tail/n)^(1/alpha). LR > 0 favours the
-    Pareto over the alternative; p is the significance of its sign.
+    Pareto over the alternative; p is the significance of its sign. The quality line (and
+    "quality" in the JSON) flags a tail with too few points, rejected by its KS or bootstrap test,
+    or where an alternative distribution fits better; each flag is also a warning on stderr.
+
+    \b
+    Examples:
+      traceflow tail trace.pcap --column bytes
+      traceflow tail flows.parquet --column duration --proto tcp --bootstrap 200
+      traceflow tail flows.parquet --column packets --threshold 50 --filter "server_port = 80"
     """
+    from traceflow.errors import warn
     from traceflow.stats.tails import analyze
 
-    values = load_column(flows, column)
+    values = load_column(flows, column, filter_, proto)
     report = analyze(values, threshold=threshold, bootstrap=bootstrap, seed=seed,
                      discrete=discrete, min_tail=min_tail)
     summary = {"column": column, **report.summary()}
+    quality = report.quality()
+    for flag in quality.flags:
+        warn(f"{column} tail: {flag.message}")
     if as_json:
         echo_json(summary)
         return
@@ -72,3 +88,4 @@ def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, as_js
     if report.bootstrap:
         b = report.bootstrap
         click.echo(f"bootstrap    p = {b['p']:.3f} ({b['reps']} replicates, seed {b['seed']})")
+    click.echo(str(quality))

@@ -3,7 +3,7 @@ import sys
 
 import click
 
-from traceflow.cli.options import Duration, echo_json, json_option
+from traceflow.cli.options import Duration, DurationList, Rate, echo_json, json_option
 
 
 def _param(parser):
@@ -30,16 +30,15 @@ def _param(parser):
               help="Mean file size in bytes (sets the Pareto location k = mean (alpha-1)/alpha).")
 @click.option("--idle", type=Duration(), default="1s", show_default=True,
               help="Mean exponential think time between a loop's transfers.")
-@click.option("--rate", default="1.5Mbit", show_default=True,
-              callback=_param("parse_rate"),
-              help="Bottleneck rate (HTB on the router's egress toward the clients).")
+@click.option("--rate", type=Rate(), default="1.5Mbit", show_default=True, metavar="RATE",
+              help="Bottleneck rate (HTB on the router's egress toward the clients), e.g. 1.5Mbit.")
 @click.option("--buffer", default="6000B", show_default=True,
               callback=_param("parse_buffer"),
               help="Bottleneck FIFO: bytes (12000B, a bfifo) or packets (40p, a pfifo).")
-@click.option("--rtt", default="0ms", show_default=True,
-              callback=_param("parse_rtts"),
+@click.option("--rtt", type=DurationList(zero=True), default="0ms", show_default=True,
+              metavar="DURATIONS",
               help="Round-trip propagation delays, one per client class, e.g. 10ms,60ms,180ms "
-                   "(added by a user-space delay relay in the router).")
+                   "(added by a user-space delay relay in the router; 0 adds none).")
 @click.option("--cc", default="reno", show_default=True,
               help="Kernel congestion control of both hosts (reno, cubic, bbr, ...).")
 @click.option("--duration", type=Duration(), default="300s", show_default=True,
@@ -58,11 +57,19 @@ def command(outdir, clients, alpha, mean, idle, rate, buffer, rtt, cc, duration,
     """Run Linux kernel TCP through a shaped bottleneck in network namespaces and write OUTDIR:
     server_side.pcap and client_side.pcap (both sides of the router), transfers.parquet (ground
     truth per transfer) and params.json (parameters, kernel, qdisc/capture/relay counters).
-    Needs root on Linux, iproute2, tcpdump and ethtool. OUTDIR is replaced atomically."""
-    from traceflow.testbed import Params, run_testbed
+    Needs root on Linux, iproute2, tcpdump and ethtool. OUTDIR is replaced atomically.
 
-    p = Params(clients=clients, alpha=alpha, mean=mean, idle=idle, rate=rate, buffer=buffer[0],
-               buffer_unit=buffer[1], rtt=tuple(rtt), cc=cc, duration=duration, drain=drain,
+    \b
+    Examples:
+      traceflow testbed runs/tb --duration 60s
+      traceflow testbed runs/rtt3 --rtt 10ms,60ms,180ms --cc cubic --buffer 12000B --seed 7
+    """
+    from traceflow.testbed import Params, run_testbed
+    from traceflow.testbed.params import rtt_classes
+
+    p = Params(clients=clients, alpha=alpha, mean=mean, idle=idle, rate=int(round(rate)),
+               buffer=buffer[0],
+               buffer_unit=buffer[1], rtt=rtt_classes(rtt), cc=cc, duration=duration, drain=drain,
                seed=seed, max_size=max_size)
     show = sys.stderr.isatty() if progress is None else progress
     bar = click.progressbar(length=int(duration) or 1, label="testbed", file=sys.stderr,

@@ -14,6 +14,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from traceflow.errors import ScenarioError
 from . import _sim
 from .result import Result, summarize
 from .scenario import HookContext, QueueContext, load_scenario, tcp_for
-from .topology import build_network, path_delay, routes
+from .topology import build_network, path_delay, path_transmission, routes
 
 NS = 1_000_000_000
 
@@ -145,10 +146,10 @@ class Built:
         rows = None
         if g.kind == "trace":
             rows = _trace_rows(g, gi, flows_tables)
-            count = len(rows[0])
+            count = len(rows.members)
         else:
             count = g.count or max(len(srcs), len(dsts))
-        request = rows is not None and rows[3] is not None
+        request = rows is not None and rows.request is not None
         tcp = tcp_for(sc, g, f"{path}.tcp") if g.transport == "tcp" else None
         start_rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_APP, gi)))
         jitter = start_rng.random(count) * g.start_spread
@@ -160,13 +161,24 @@ class Built:
             one_way = path_delay(self.net, self.nxt, si, di)
             # a host's delay line holds the packets it sends, so each adds once to the RTT
             extra_src = extra_dst = g.extra_delay
-            if rows is not None and np.isfinite(rows[2][i]):
+            tx = 0.0
+            first = rows.members[i][0] if rows is not None else -1
+            if rows is not None and np.isfinite(rows.rtt[first]):
                 # the flow's RTT beyond the topology's, split between the two ends as the
-                # trace saw it on either side of its capture point (sender = server)
-                added = max(0.0, rows[2][i] - 2 * one_way)
-                share = rows[4][i] if rows[4] is not None and np.isfinite(rows[4][i]) else 0.5
+                # trace saw it on either side of its capture point (sender = server); the
+                # trace's handshake RTT holds its packets' transmission times, which the
+                # simulated links add again (bottleneck capture: the SYN/ACK on every hop, the
+                # SYN and the ACK on the reverse hops, all header-only); a session keeps its
+                # first transfer's path (one client, one path)
+                hdr = sc.simulation.tcp_header
+                tx = (path_transmission(self.net, self.nxt, si, di, hdr)
+                      + path_transmission(self.net, self.nxt, di, si, hdr))
+                added = max(0.0, rows.rtt[first] - 2 * one_way - tx)
+                share = (rows.share[first] if rows.share is not None
+                         and np.isfinite(rows.share[first]) else 0.5)
                 extra_src, extra_dst = share * added, (1 - share) * added
-            base_rtt = 2 * one_way + extra_src + extra_dst
+            # a trace flow's base RTT is its zero-load handshake RTT, as the trace measured it
+            base_rtt = 2 * one_way + extra_src + extra_dst + tx
             flow = self.sim.add_flow(g.cls, base_rtt)
             self.flows.append(FlowInfo(flow, gi, g.kind, g.transport, s, d, g.cls, base_rtt))
             key = (gi, i)
@@ -276,10 +288,11 @@ class Built:
             app.on_lo, app.on_hi = _ns(g.on[0]), _ns(g.on[1])
             app.off_lo, app.off_hi = _ns(g.off[0]), _ns(g.off[1])
         else:
-            app = _sim.ScheduledApp()
-            app.set_schedule(np.array([rows[0][i]], np.int64) + _ns(g.start),
-                             np.array([rows[1][i]], np.int64),
-                             None if rows[3] is None or not tcp else [int(rows[3][i])])
+            m = rows.members[i]
+            app = _sim.SessionApp() if rows.sessions else _sim.ScheduledApp()
+            app.set_schedule(rows.start[m] + (0 if rows.sessions else _ns(g.start)),
+                             rows.size[m], None if rows.request is None or not tcp
+                             else rows.request[m])
         if tcp:
             app.tcp = sender
             sender.app = app
@@ -359,10 +372,28 @@ class Built:
             w.close()
 
 
+class TraceRows(NamedTuple):
+    """A trace-driven group's rows: ``start`` (int64 ns: start times from the first, or with
+    sessions each transfer's think time), ``size`` (int64 bytes), ``rtt`` (s, NaN: none),
+    ``request`` (int64 bytes, or None: no request mode), ``share`` (the part of ``rtt`` added at
+    the sender, 0..1, or None: half), ``members`` (per simulated connection pair, the row indices
+    it runs in order) and ``sessions`` (closed loop)."""
+    start: np.ndarray
+    size: np.ndarray
+    rtt: np.ndarray
+    request: np.ndarray | None
+    share: np.ndarray | None
+    members: list
+    sessions: bool
+
+
 def _trace_rows(g, gi, tables):
-    """(start_ns relative, size bytes, rtt s, request bytes or None, server share or None) arrays
-    of a trace-driven group; a ``request`` column (client -> server bytes) puts every flow in
-    request mode; ``server_share`` (0..1, default 0.5) is the part of ``rtt`` added at the sender."""
+    """The :class:`TraceRows` of a trace-driven group. A ``request`` column (client -> server
+    bytes) puts every flow in request mode; ``server_share`` (0..1, default 0.5) is the part of
+    ``rtt`` added at the sender. A ``session`` column (with ``think``, s) makes the rows
+    closed-loop sessions: the rows of one session, in table order, run one after another on one
+    connection pair, each ``think`` seconds after the previous transfer ended (``start`` is then
+    not needed)."""
     import pyarrow as pa
 
     table = None
@@ -392,36 +423,48 @@ def _trace_rows(g, gi, tables):
                 return n
         return None
 
-    c_start = pick("start", "start_ns")
+    def floats(name):
+        return np.asarray(table[name].cast(pa.float64()).fill_null(float("nan"))
+                          .to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    sessions = "session" in cols
+    c_start = "think" if sessions else pick("start", "start_ns")
     c_size = pick("size", "bytes_c2s_app", "app_bytes_c2s", "payload_bytes", "bytes")
     c_rtt = pick("rtt", "rtt_min3", "rtt_handshake")
-    if c_start is None or c_size is None:
-        raise ScenarioError(f"traffic[{gi}].table: needs columns 'start' and 'size' "
+    if c_start not in cols or c_size is None:
+        need = "'session', 'think'" if sessions else "'start'"
+        raise ScenarioError(f"traffic[{gi}].table: needs columns {need} and 'size' "
                             f"(got {', '.join(sorted(cols))})")
-    start = table[c_start]
-    if pa.types.is_timestamp(start.type):
-        start = start.cast(pa.timestamp("ns")).cast(pa.int64())
-    start = np.asarray(start.to_numpy(zero_copy_only=False), dtype=np.int64)
-    size = np.asarray(table[c_size].to_numpy(zero_copy_only=False), dtype=np.float64)
-    if c_rtt is not None:
-        rtt = np.asarray(table[c_rtt].cast(pa.float64()).fill_null(float("nan"))
-                         .to_numpy(zero_copy_only=False), dtype=np.float64)
-    else:
-        rtt = np.full(len(start), np.nan)
-    if len(start) == 0:
+    if len(table) == 0:
         raise ScenarioError(f"traffic[{gi}].table: no flows")
-    start = start - start.min()
+    if sessions:
+        think = floats("think")
+        if not np.all(np.isfinite(think) & (think >= 0)):
+            raise ScenarioError(f"traffic[{gi}].table: 'think' needs seconds >= 0")
+        start = np.round(think * NS).astype(np.int64)
+        session = np.asarray(table["session"].to_numpy(zero_copy_only=False))
+        order = np.argsort(session, kind="stable")
+        cuts = np.flatnonzero(np.diff(session[order])) + 1
+        members = np.split(order, cuts)
+    else:
+        start = table[c_start]
+        if pa.types.is_timestamp(start.type):
+            start = start.cast(pa.timestamp("ns")).cast(pa.int64())
+        start = np.asarray(start.to_numpy(zero_copy_only=False), dtype=np.int64)
+        start = start - start.min()
+        members = [np.array([i]) for i in range(len(start))]
+    size = np.asarray(table[c_size].to_numpy(zero_copy_only=False), dtype=np.float64)
+    rtt = floats(c_rtt) if c_rtt is not None else np.full(len(start), np.nan)
     size = np.where(np.isfinite(size) & (size > 0), size, 1).astype(np.int64)
     request = None
     if "request" in cols:
-        req = np.asarray(table["request"].cast(pa.float64()).fill_null(0.0)
-                         .to_numpy(zero_copy_only=False), dtype=np.float64)
+        req = floats("request")
         request = np.where(np.isfinite(req) & (req > 0), req, 0).astype(np.int64)
     share = None
     if "server_share" in cols:
         share = np.clip(np.asarray(table["server_share"].cast(pa.float64()).fill_null(0.5)
                                    .to_numpy(zero_copy_only=False), dtype=np.float64), 0.0, 1.0)
-    return start, size, rtt, request, share
+    return TraceRows(start, size, rtt, request, share, members, sessions)
 
 
 def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_dir=None) -> Result:

@@ -119,15 +119,30 @@ def routes(net: Network):
     return nxt
 
 
-def path_delay(net: Network, nxt, src, dst):
-    """One-way propagation delay (s) from node index src to dst along the routes."""
-    total = 0.0
+def _hops(net: Network, nxt, src, dst):
+    """(link spec, reverse) of each hop from node index src to dst along the routes."""
     v = src
     while v != dst:
         li = nxt[v, dst]
         if li < 0:
             raise ScenarioError(f"no route from {net.nodes[src]} to {net.nodes[dst]}")
         a, b, spec = net.links[li // 2]
-        total += spec.delay
+        yield spec, li % 2 == 1
         v = net.index()[b if li % 2 == 0 else a]
+
+
+def path_delay(net: Network, nxt, src, dst):
+    """One-way propagation delay (s) from node index src to dst along the routes."""
+    return sum(spec.delay for spec, _ in _hops(net, nxt, src, dst))
+
+
+def path_transmission(net: Network, nxt, src, dst, size):
+    """Transmission time (s) of one ``size``-byte packet from src to dst on idle links: at the
+    shaped rate (counting the link's ``overhead``), or at the line rate where the direction is
+    unshaped or its full token bucket lets the packet through."""
+    total = 0.0
+    for spec, reverse in _hops(net, nxt, src, dst):
+        rate, line = spec.direction(reverse)
+        nbytes = size + spec.overhead
+        total += nbytes * 8 / (line if rate == 0 or spec.burst >= nbytes else rate)
     return total

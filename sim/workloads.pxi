@@ -5,6 +5,7 @@
 #   PoissonApp    packets handed to TCP (app-limited) or UDP at Poisson times
 #   OnOffApp      uniform on/idle periods; each on period is a new TCP connection / UDP burst
 #   ScheduledApp  transfers at given times (trace-driven flows)
+#   SessionApp    a closed-loop client: each transfer a think time after the previous one ended
 
 cdef enum:
     APP_EV_START = 1
@@ -191,7 +192,7 @@ cdef class ScheduledApp(App):
     """Transfers of given sizes at given times (a trace's flows); queued if one is still open.
     With ``requests`` (bytes, >= 0) each transfer is in request mode: the receiving end opens
     the connection and sends that many bytes first."""
-    cdef int64_t* times
+    cdef int64_t* times     # ns: absolute start times (SessionApp: think times)
     cdef int64_t* nbytes
     cdef int64_t* reqs
     cdef Py_ssize_t n
@@ -220,3 +221,22 @@ cdef class ScheduledApp(App):
 
     cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         self._begin(self.nbytes[arg], now, self.reqs[arg])
+
+
+cdef class SessionApp(ScheduledApp):
+    """A closed-loop client session: transfer 0 starts ``times[0]`` ns after ``start``, transfer
+    i ``times[i]`` ns (its think time) after the receiver had the whole of transfer i - 1 (in
+    request mode: the response and the server's FIN, when the client reads end-of-file). So a
+    slow transfer delays every later one, and the session ends after its last transfer."""
+    cdef Py_ssize_t ended
+
+    def start(self, int64_t at=0):
+        self.ended = 0
+        if self.n > 0:
+            self.sim.schedule(at + self.times[0], self, APP_EV_REQUEST, NULL, 0)
+
+    cdef int transfer_done(self, int32_t flow, int64_t now) except -1:
+        self.ended += 1
+        if self.ended < self.n:
+            self.sim.schedule(now + self.times[self.ended], self, APP_EV_REQUEST, NULL,
+                              self.ended)

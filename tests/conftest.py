@@ -95,3 +95,44 @@ def read_page(path):
     page = _Page()
     page.feed(Path(path).read_text())
     return page
+
+
+def invoke(*args):
+    """Run ``traceflow ARGS`` through Click's test runner (stdout and stderr kept apart); the
+    arguments may be paths or numbers."""
+    from click.testing import CliRunner
+
+    from traceflow.cli.main import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def tshark_fields(capture, *fields, display_filter=None):
+    """Rows of tshark ``-T fields`` output (lists of strings), or skip without tshark."""
+    import subprocess
+
+    require_tool("tshark")
+    cmd = ["tshark", "-n", "-r", str(capture), "-T", "fields", "-E", "separator=\t"]
+    if display_filter:
+        cmd += ["-Y", display_filter]
+    for field in fields:
+        cmd += ["-e", field]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def nolds_measures():
+    """nolds' ``measures`` module (DFA, R/S reference implementations), or skip without nolds.
+    nolds 0.6.3's package ``__init__`` fails on Python 3.11 (its datasets loader); measures.py
+    stands alone."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("nolds")
+    if spec is None:
+        pytest.skip("nolds not installed")
+    mspec = importlib.util.spec_from_file_location(
+        "nolds_measures", os.path.join(spec.submodule_search_locations[0], "measures.py"))
+    module = importlib.util.module_from_spec(mspec)
+    mspec.loader.exec_module(module)
+    return module

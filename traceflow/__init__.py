@@ -2,6 +2,13 @@
 
 The heavy submodules (Polars, pyarrow, the Cython simulator) are imported lazily so that
 ``import traceflow`` and ``traceflow --version`` stay fast.
+
+Tables: every analysis returns a Polars DataFrame (``load_packets``, ``traceflow.flows.flows`` and
+``load_flows``, the series, fits and summaries' tables); ``.to_arrow()`` gives Arrow and
+``.to_pandas()`` pandas (``pip install traceflow[pandas]``). Only the streaming decoder's own
+interface, ``read_packets`` / ``iter_batches``, hands out the Arrow tables and batches it decodes
+into (zero copy); every function that takes packets accepts either, or a path.
+``with_address_strings(table)`` turns the 16-byte ``src``/``dst`` addresses into text.
 """
 import importlib
 
@@ -11,7 +18,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "read_packets": "traceflow.pcap.reader",
     "iter_batches": "traceflow.pcap.reader",
+    "load_packets": "traceflow.stats.series",
+    "load_flows": "traceflow.flows.table",
+    "with_address_strings": "traceflow.pcap.addresses",
+    "address_strings": "traceflow.pcap.addresses",
     "TraceflowError": "traceflow.errors",
+    "TraceflowWarning": "traceflow.errors",
 }
 
 # modules the README names by their pre-stage path (``traceflow.rtt``) -> where they live now

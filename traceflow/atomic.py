@@ -66,6 +66,8 @@ def atomic_dir(path, shown=None):
         raise creation_error(exc, shown) from None
     try:
         yield tmp
+        # mkdtemp creates 0700; give the output the permissions a plain mkdir() would
+        tmp.chmod(0o777 & ~_umask())
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         os.replace(tmp, path)

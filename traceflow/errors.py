@@ -1,13 +1,18 @@
-"""User-facing errors.
+"""User-facing errors and warnings.
 
 A :class:`TraceflowError` is a problem with the user's input or request (bad file, bad option,
 bad scenario key) or with the place an output goes (full disk, read-only file system, a file
 where a directory should be). The CLI prints it as one line on stderr and exits with code 2,
 without a traceback. Anything else that escapes is a bug.
+
+A :class:`TraceflowWarning` (raised through :func:`warn`) is something the user must know about a
+result that is still produced: a capture cut short, an estimate that is a guess. The CLI prints each
+as one line ``traceflow: warning: ...`` on stderr; from Python they are ordinary warnings.
 """
 import errno
 import os
 import re
+import warnings
 
 
 class TraceflowError(Exception):
@@ -15,7 +20,7 @@ class TraceflowError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message, *, path=None, offset=None, record=None):
+    def __init__(self, message, *, path=None, offset=None, record=None, hint=None):
         self.path = None if path is None else str(path)
         self.offset = offset
         self.record = record
@@ -27,7 +32,7 @@ class TraceflowError(Exception):
             where.append(f"offset {offset}")
         prefix = f"{self.path}: " if self.path else ""
         suffix = f" ({', '.join(where)})" if where else ""
-        super().__init__(f"{prefix}{message}{suffix}")
+        super().__init__(f"{prefix}{message}{suffix}" + (f"; {hint}" if hint else ""))
 
 
 class InputFormatError(TraceflowError):
@@ -36,6 +41,16 @@ class InputFormatError(TraceflowError):
 
 class ScenarioError(TraceflowError):
     """An invalid scenario key or value."""
+
+
+class TraceflowWarning(UserWarning):
+    """A result was produced, but the user should know something about it."""
+
+
+def warn(message, *, path=None):
+    """Issue a :class:`TraceflowWarning` (``path: message`` when ``path`` is given)."""
+    warnings.warn(TraceflowWarning(f"{path}: {message}" if path is not None else message),
+                  stacklevel=2)
 
 
 class OutputError(TraceflowError):
@@ -138,11 +153,3 @@ def out_of_memory(detail):
     limit = memory_limit()
     where = "" if limit is None else f"; address-space limit (ulimit -v) {limit / 2**20:.0f} MiB"
     return f"{OUT_OF_MEMORY}{detail}{where})"
-
-
-def human_bytes(n):
-    """``n`` bytes as text: ``512 B``, ``3.0 MiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024

@@ -11,13 +11,16 @@ are simulated, not copied.
   (:func:`traceflow.models.fit.path_rtt`), never the connection's own handshake RTT, which already holds
   the queueing the simulated bottleneck creates again.
 - **Model** (a :class:`~traceflow.models.model.Model`): flows sampled from the fitted arrival process,
-  size, request and path-RTT distributions. Sizes get the sample-path normalization of Park & Tuan
-  (2000, sec. 4.3): heavy-tailed samples converge slowly to their mean, so of several draws the
-  one nearest the fitted mean is kept and its Pareto tail rescaled to hit the mean — a change of
-  the tail's location b with α fixed. As in the paper, what must match is the *measured*
-  intensity (a huge flow that starts late delivers only part of its bytes inside the span): the
-  tail is rescaled by the throughput shortfall and the run repeated (at most
-  :data:`NORMALIZE_ROUNDS` runs) until the bottleneck throughput is within
+  size, request and path-RTT distributions. When the fit found closed-loop client sessions
+  (:mod:`traceflow.models.sessions`), these drive the arrivals instead: each session's next
+  connection opens a sampled think time after its previous transfer ended in the simulation, so
+  congestion slows the arrivals as it slowed the real clients. Sizes get the sample-path
+  normalization of Park & Tuan (2000, sec. 4.3): heavy-tailed samples converge slowly to their
+  mean, so of several draws the one nearest the fitted mean is kept and its Pareto tail
+  rescaled to hit the mean — a change of the tail's location b with α fixed. As in the paper,
+  what must match is the *measured* intensity (a huge flow that starts late delivers only part
+  of its bytes inside the span): the tail is rescaled by the throughput shortfall and the run
+  repeated (at most :data:`NORMALIZE_ROUNDS` runs) until the bottleneck throughput is within
   :data:`NORMALIZE_TOLERANCE` of the fitted mean rate. The tail index (hence the burstiness) and
   the body of the size distribution stay as fitted.
 
@@ -37,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from traceflow.errors import InputFormatError, ScenarioError
+from traceflow.errors import InputFormatError, ScenarioError, warn
 from traceflow.models.model import Hosts, Model
 from traceflow.values import apply_overrides, merge, read_toml
 
@@ -113,26 +116,38 @@ def normalize_sample_mean(sizes, target_mean, *, xmin=None):
 
 
 def _draw_sizes(dist, rng, n, normalize, candidates=32):
-    """Sizes for ``n`` flows. Normalized: of ``candidates`` independent draws, the one whose mean
-    is nearest the fitted mean, then its tail rescaled to hit the mean exactly — so neither the
-    body nor (much) the tail moves away from the fit."""
+    """Sizes for ``n`` flows. Normalized: of ``candidates`` stratified draws (one uniform in
+    each of ``n`` equal probability strata, in random order, so every part of the distribution
+    — each size bin, each stretch of the tail — gets its share of flows, not a binomial count),
+    the one whose mean is nearest the fitted mean, then its tail rescaled to hit the mean
+    exactly — so neither the body nor (much) the tail moves away from the fit."""
     if not normalize:
         return np.maximum(1, np.round(dist.sample(rng, n))).astype(np.int64)
-    draws = [dist.sample(rng, n) for _ in range(candidates)]
+    draws = [dist.ppf((rng.permutation(n) + rng.random(n)) / n) for _ in range(candidates)]
     best = min(draws, key=lambda x: abs(np.log(x.mean() / dist.mean)))
     return normalize_sample_mean(best, dist.mean, xmin=dist.tail.xmin if dist.tail else None)
 
 
 def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
-    """Flows drawn from ``model``: arrivals over ``duration_s`` (default the fitted span), sizes
-    (normalized to the fitted mean unless ``normalize=False``), requests (when the model has
-    them; drawn independently of the sizes), path RTTs. Returns the trace table."""
-    from traceflow.models.fit import sample_interarrival
-
-    rng = np.random.default_rng(seed)
-    duration_s = float(duration_s or model.span.duration_s)
+    """Flows drawn from ``model`` over ``duration_s`` (default the fitted span): with fitted
+    :class:`~traceflow.models.model.Sessions`, closed-loop sessions (:func:`sample_sessions`),
+    else open arrivals (:func:`sample_arrivals`). Sizes are normalized to the fitted mean unless
+    ``normalize=False``; requests (when the model has them) are drawn independently of the
+    sizes. Returns the trace table."""
     if model.sizes is None:
         raise InputFormatError("model has no flow size distribution: nothing to sample")
+    rng = np.random.default_rng(seed)
+    duration_s = float(duration_s or model.span.duration_s)
+    if model.sessions is not None:
+        return sample_sessions(model, rng, duration_s, normalize)
+    return sample_arrivals(model, rng, duration_s, normalize)
+
+
+def sample_arrivals(model: Model, rng, duration_s, normalize):
+    """Open arrivals: start times from the fitted inter-arrival process, each flow with its
+    own size, request and path RTT (``start`` in int ns)."""
+    from traceflow.models.fit import sample_interarrival
+
     ia = model.arrivals.interarrival
     rate = model.arrivals.rate_per_s
     if not (rate and rate > 0):
@@ -148,16 +163,51 @@ def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
     starts = starts[starts < duration_s]
     n = starts.size
     sizes = _draw_sizes(model.sizes, rng, n, normalize)
-    # the path's propagation RTT (a model fitted before it was recorded: the handshake RTTs)
-    dist = model.rtt.propagation or model.rtt.distribution
-    rtt = dist.sample(rng, n) if dist is not None else np.zeros(n)
     out = {"start": np.round(starts * 1e9).astype(np.int64), "size": sizes,
-           "rtt": np.maximum(rtt, 0.0)}
+           "rtt": _path_rtts(model, rng, n)}
+    return pl.DataFrame(out | _optional_columns(model, rng, n))
+
+
+def sample_sessions(model: Model, rng, duration_s, normalize):
+    """Closed-loop sessions (``model.sessions``): for each of the fitted sessions, exponential
+    think times (the first before its first transfer, each later one after the previous transfer
+    ended) as many as can start within ``duration_s`` even if every transfer took no time; each
+    transfer with its own size and request, each session one path RTT. Columns ``session``,
+    ``think`` (s), ``size``, ``rtt`` (s), ``request``."""
+    ss = model.sessions
+    if ss.think_dist != "exponential" or not ss.think_mean_s > 0 or ss.sessions < 1:
+        raise InputFormatError(f"model sessions: unsupported think time {ss.think_dist!r} "
+                               f"(mean {ss.think_mean_s} s, {ss.sessions} sessions)")
+    thinks = []
+    for _ in range(ss.sessions):
+        gaps = np.empty(0)
+        while gaps.sum() < duration_s:
+            gaps = np.concatenate([gaps, rng.exponential(ss.think_mean_s,
+                                                         int(duration_s / ss.think_mean_s) + 8)])
+        thinks.append(gaps[: np.searchsorted(np.cumsum(gaps), duration_s)])
+    session = np.repeat(np.arange(ss.sessions), [t.size for t in thinks])
+    n = session.size
+    out = {"session": session, "think": np.concatenate(thinks),
+           "size": _draw_sizes(model.sizes, rng, n, normalize),
+           "rtt": _path_rtts(model, rng, ss.sessions)[session]}
+    return pl.DataFrame(out | _optional_columns(model, rng, n))
+
+
+def _path_rtts(model, rng, n):
+    """``n`` path propagation RTTs (s; a model fitted before they were recorded: handshake RTTs)."""
+    dist = model.rtt.propagation or model.rtt.distribution
+    return np.maximum(dist.sample(rng, n), 0.0) if dist is not None else np.zeros(n)
+
+
+def _optional_columns(model, rng, n):
+    """The optional columns of ``n`` transfers: ``server_share`` (the part of the path RTT on the
+    server's side of the capture point) and ``request`` (bytes) when the model has them."""
+    out = {}
     if model.rtt.server_share is not None:
         out["server_share"] = np.full(n, model.rtt.server_share)
     if model.requests is not None:
         out["request"] = np.maximum(0, np.round(model.requests.sample(rng, n))).astype(np.int64)
-    return pl.DataFrame(out)
+    return out
 
 
 def _tcp_keys():
@@ -336,6 +386,9 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
     result.summary["replay"] = {
         "mode": "model" if mode == "model" else "trace",
         "flows": int(table.height),
+        "sessions": (None if mode != "model" or model.sessions is None
+                     else {"sessions": model.sessions.sessions,
+                           "think_mean_s": model.sessions.think_mean_s}),
         "offered_bytes": int(table["size"].sum()),
         "normalized": bool(iterate),
         "normalize_rounds": rounds,
@@ -351,5 +404,23 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
         "host_settings": host_settings(hosts),
         "pcap": BOTTLENECK_PCAP,
     }
+    warning = spurious_timeouts(result.summary)
+    result.summary["replay"]["warnings"] = [warning] if warning else []
     result.write(out_dir)
+    if warning:
+        warn(warning, path=out_dir)
     return result
+
+
+def spurious_timeouts(summary):
+    """A warning when the run's senders timed out although the bottleneck lost nothing: the
+    retransmission timer fired before an ACK could come back, so the replayed RTTs (queueing on a
+    bottleneck slower than the trace's) or the minimum RTO do not fit the traffic; most often the
+    capacity estimate is too low (``traceflow fit`` says when it is a guess; give --capacity)."""
+    timeouts, loss = summary.get("timeouts") or 0, summary.get("loss_rate")
+    if timeouts and not loss:
+        return (f"{timeouts} retransmission timeouts with no loss at the bottleneck: timers fired "
+                f"before ACKs returned (bottleneck {summary.get('bottleneck_rate_bps', 0) / 1e6:.3g} "
+                "Mbit/s); check the capacity (--set topology.bottleneck.rate=RATE or fit "
+                "--capacity) and the minimum RTO")
+    return None

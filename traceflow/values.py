@@ -3,6 +3,7 @@
 One implementation behind ``--set``, ``--grid`` and the model → scenario merge of ``replay``.
 """
 import copy
+import re
 import tomllib
 from pathlib import Path
 
@@ -90,3 +91,25 @@ def read_toml(path, *, text=None):
         raise ScenarioError("scenario file not found", path=path) from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"invalid TOML: {exc}", path=path) from None
+
+
+_RATE_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)"
+                      r"(bit|bps|b|Bps|B|byte|bytes)?(/s)?\s*$")
+
+
+def parse_rate(text):
+    """A rate in bit/s from ``10e6``, ``1.5Mbit``, ``100 kbit/s``, ``2Gbps``, ``1.5Mb/s`` or
+    ``12.5MB/s`` (SI prefixes, powers of 1000; ``B``/``byte`` means bytes: ×8)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = _RATE_RE.match(str(text))
+        if not m or (m.group(2) and m.group(2) not in "kMGTmgt") or \
+                (m.group(4) and not m.group(3)):
+            raise ScenarioError(f"bad rate {text!r} (examples: 10e6, 1.5Mbit, 100kbit/s, 2Gbps)")
+        number, prefix, unit = m.group(1), m.group(2), m.group(3) or ""
+        value = float(number) * _RATE_PREFIX[prefix.lower()] * (8 if unit[:1] == "B" else 1)
+    if not value > 0 or value == float("inf"):
+        raise ScenarioError(f"rate must be positive, got {text!r}")
+    return value

@@ -17,5 +17,15 @@ def test_demo_end_to_end(tmp_path):
     u = cmp["metrics"]["utilization"]
     assert abs(u["predicted"] - u["measured"]) / u["measured"] < 0.05
     assert r.output.strip().splitlines()[-1] == f"report: {out / 'report' / 'index.html'}"
+    # the headline is a result, never "... failed": each metric outside its tolerance is named
+    # with what was measured and what the replay predicted
+    head = r.stdout.strip().splitlines()[-2]
+    judged = [k for k, m in cmp["metrics"].items() if m["pass"] is not None]
+    assert f"{len(judged) - len(cmp['failed'])} of {len(judged)} metrics within tolerance" in head
+    assert not head.rstrip().endswith("failed") and "failed:" not in head
+    for name in cmp["failed"]:
+        assert f"{name}, " in head
+        if not isinstance(cmp["metrics"][name]["measured"], list):
+            assert " measured vs " in head.split(f"{name}, ")[1].split(";")[0]
     html = (out / "report" / "index.html").read_text()
     assert "Predicted vs measured" in html

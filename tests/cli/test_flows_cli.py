@@ -100,7 +100,7 @@ def test_rtt_samples_paths_and_vantage(tmp_path):
     assert paths["connections"].sum() == s["quantiles"]["n"]
     assert paths["rtt_min"].min() == pytest.approx(table["rtt_min"].min())
     text = run(["rtt", str(cap), "--per", "/16", "--column", "rtt_handshake"])
-    assert "paths, minimum RTT (ms)" in text and "rtt_handshake, minimum per path (/16)" in text
+    assert "paths, minimum RTT:" in text and "rtt_handshake, minimum per path (/16)" in text
 
 
 def test_rtt_option_errors(tmp_path):

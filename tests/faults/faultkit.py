@@ -42,24 +42,39 @@ def one_error_line(proc, typed):
 
 
 def write_pcap(path, packets, seed=1):
-    """A valid Ethernet/IPv4/TCP pcap: ``packets`` data segments of random sizes at Poisson times
-    over 64 connections (enough variety for every analysis, fit included)."""
+    """A valid Ethernet/IPv4/TCP pcap: 64 connections opened by a handshake, ``packets`` data
+    segments of random sizes at Poisson times among them, each closed by FINs both ways (enough
+    variety for every analysis, fit included)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    t_us = np.cumsum(rng.exponential(2000.0, packets)).astype(np.int64)
+    t_us = 10_000 + np.cumsum(rng.exponential(2000.0, packets)).astype(np.int64)
     sizes = rng.integers(0, 1400, packets)
     seq = [1000] * 64
-    records = []
+    events = []  # (time µs, connection, client to server, seq, ack, flags, payload)
+    for conn in range(64):
+        events += [(10 * conn, conn, True, 999, 0, 0x02, 0),
+                   (10 * conn + 3, conn, False, 0, 1000, 0x12, 0),
+                   (10 * conn + 6, conn, True, 1000, 1, 0x10, 0)]
     for i in range(packets):
         conn, payload = i % 64 if rng.random() < 0.5 else int(rng.integers(0, 8)), int(sizes[i])
-        tcp = struct.pack("!HHIIBBHHH", 40000 + conn, 80, seq[conn], 1, 0x50, 0x18, 65535, 0, 0)
+        events.append((int(t_us[i]), conn, True, seq[conn], 1, 0x18, payload))
         seq[conn] += payload
+    end = int(t_us[-1]) + 1000
+    for conn in range(64):
+        events += [(end + 10 * conn, conn, True, seq[conn], 1, 0x11, 0),
+                   (end + 10 * conn + 3, conn, False, 1, seq[conn] + 1, 0x11, 0),
+                   (end + 10 * conn + 6, conn, True, seq[conn] + 1, 2, 0x10, 0)]
+    records = []
+    for i, (t, conn, up, sq, ack, flags, payload) in enumerate(sorted(events)):
+        ports = (40000 + conn, 80) if up else (80, 40000 + conn)
+        tcp = struct.pack("!HHIIBBHHH", *ports, sq, ack, 0x50, flags, 65535, 0, 0)
+        client, server = bytes([10, 0, 0, 1 + conn % 4]), bytes([10, 0, 1, 1])
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + payload, i & 0xFFFF, 0, 64,
-                         6, 0, bytes([10, 0, 0, 1 + conn % 4]), bytes([10, 0, 1, 1]))
+                         6, 0, *((client, server) if up else (server, client)))
         frame = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + b"x" * payload
-        records.append(struct.pack("<IIII", t_us[i] // 10**6, t_us[i] % 10**6, len(frame),
-                                   len(frame)) + frame)
+        records.append(struct.pack("<IIII", t // 10**6, t % 10**6, len(frame), len(frame))
+                       + frame)
     header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
     Path(path).write_bytes(header + b"".join(records))
     return Path(path)

@@ -89,8 +89,8 @@ def test_capacity_estimate_saturated_link():
     gap = int(1000 * 8 / 2e6 * 1e9)
     ts = np.arange(0, 10 * 10**9, gap, dtype=np.int64)
     ts = np.concatenate([ts, [20 * 10**9]])
-    cap, peaks = estimate_capacity(ts, np.full(ts.size, 1000.0))
-    assert abs(cap - 2e6) / 2e6 < 0.01
+    cap, peaks, method = estimate_capacity(ts, np.full(ts.size, 1000.0))
+    assert abs(cap - 2e6) / 2e6 < 0.01 and method.startswith("peak rate in 640ms bins")
     assert set(peaks) == {"10ms", "100ms", "1s"}
 
 

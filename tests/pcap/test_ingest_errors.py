@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_ingest_formats import block, epb, eth, idb, ipv4, pcap_file, shb, tcp, write
 
 from traceflow.cli.main import cli
-from traceflow.errors import InputFormatError
+from traceflow.errors import InputFormatError, TraceflowWarning
 from traceflow.pcap.reader import ReadStats, read_packets
 
 DECODERS = ["fast", "dpkt"]
@@ -53,12 +53,25 @@ def test_file_level_errors(tmp_path, decoder):
             read_packets(write(tmp_path, "e2.pcap", b""), decoder=decoder, on_error=on_error)
 
 
+def check_truncated(path, decoder, *, offset, record, present, rows):
+    """A file ending inside its last record: a warning naming it, the complete records kept."""
+    stats = ReadStats()
+    with pytest.warns(TraceflowWarning, match=rf"capture ends inside record {record} \(offset "
+                                              rf"{offset}, {present} bytes") as caught:
+        table = read_packets(path, decoder=decoder, stats=stats)
+    assert str(path) in str(caught[0].message)
+    assert table.num_rows == rows and stats.truncated_bytes == present
+    assert stats.skipped_records == 0
+    return table
+
+
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_truncated_records(tmp_path, decoder):
     data = good_pcap()
     for cut, what in ((len(data) - 5, "data"), (24 + 4 * RECORD + 9, "header")):
         path = write(tmp_path, f"trunc-{what}.pcap", data[:cut])
-        check_error(path, decoder, offset=24 + 4 * RECORD, record=4, words=["truncated"])
+        check_truncated(path, decoder, offset=24 + 4 * RECORD, record=4,
+                        present=cut - 24 - 4 * RECORD, rows=4)
         stats = ReadStats()
         table = read_packets(path, decoder=decoder, on_error="skip", stats=stats)
         assert table.num_rows == 4 and stats.skipped_records == 1
@@ -72,7 +85,15 @@ def test_record_longer_than_snaplen_or_file(tmp_path, decoder):
                 words=["snapshot length"])
     data = bytearray(good_pcap())
     struct.pack_into("<I", data, 24 + 4 * RECORD + 8, 60000)     # last record: beyond the file
-    check_error(write(tmp_path, "long.pcap", bytes(data)), decoder, offset=24 + 4 * RECORD, record=4)
+    # indistinguishable from a capture cut short inside its last record
+    check_truncated(write(tmp_path, "long.pcap", bytes(data)), decoder, offset=24 + 4 * RECORD,
+                    record=4, present=RECORD, rows=4)
+    # a bad record with good ones after it is corruption: an error suggesting --on-error skip
+    data = bytearray(pcap_file(FRAMES, snaplen=200))
+    struct.pack_into("<I", data, 24 + 1 * RECORD + 8, 5000)
+    err = check_error(write(tmp_path, "mid.pcap", bytes(data)), decoder, offset=24 + RECORD,
+                      record=1)
+    assert str(err).endswith("to skip bad records: traceflow ingest --on-error skip")
 
 
 def test_skip_resyncs_after_corrupt_record_header(tmp_path):
@@ -120,9 +141,9 @@ def test_pcapng_bad_blocks(tmp_path, decoder):
     bad = bytearray(ok)
     struct.pack_into("<I", bad, 20, 5000)
     check_error(write(tmp_path, "cap.pcapng", head + bytes(bad)), decoder, offset=len(head))
-    # truncated inside a block
-    check_error(write(tmp_path, "cut.pcapng", head + ok + ok[:-7]), decoder, offset=len(head + ok),
-                words=["truncated"])
+    # the file ends inside a block: a capture cut short
+    check_truncated(write(tmp_path, "cut.pcapng", head + ok + ok[:-7]), decoder,
+                    offset=len(head + ok), record=1, present=len(ok) - 7, rows=1)
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
@@ -144,13 +165,16 @@ def run_cli(*args, cwd):
 
 def test_cli_error_exit_2_and_no_partial_output(tmp_path):
     good = write(tmp_path, "good.pcap", good_pcap())
-    bad = write(tmp_path, "bad.pcap", good_pcap()[:-5])
+    data = bytearray(pcap_file(FRAMES, snaplen=200))
+    struct.pack_into("<I", data, 24 + 2 * RECORD + 8, 5000)     # record 2 corrupt, 3 and 4 fine
+    bad = write(tmp_path, "bad.pcap", bytes(data))
     out = tmp_path / "out" / "packets.parquet"
     # the good file is fully written before the bad one fails: still no output at all
     proc = run_cli("ingest", good, bad, "-o", out, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "bad.pcap" in lines[0] and "record 4" in lines[0]
+    assert len(lines) == 1 and "bad.pcap" in lines[0] and "record 2" in lines[0]
+    assert "--on-error skip" in lines[0]
     assert "Traceback" not in proc.stderr
     assert not out.exists() and not list(out.parent.glob("*"))
     garbage = write(tmp_path, "garbage.pcap", b"not a capture at all")
@@ -220,12 +244,14 @@ def _mutate(data, ops):
     return bytes(data)
 
 
+@pytest.mark.filterwarnings("ignore::traceflow.errors.TraceflowWarning")  # cut-off captures
 @settings(max_examples=400, deadline=2000, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(seed=st.sampled_from(range(len(SEEDS))), ops=st.lists(mutation, min_size=1, max_size=6),
        on_error=st.sampled_from(["fail", "skip"]), batch=st.sampled_from([3, 65536]))
 def test_fuzz_fast_decoder(seed, ops, on_error, batch):
-    """Mutated real captures only ever give a table or an InputFormatError (no crash, no hang)."""
+    """Mutated real captures only ever give a table, a warning about a cut-off last record, or an
+    InputFormatError (no crash, no hang)."""
     data = _mutate(SEEDS[seed], ops)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fuzz.pcap"

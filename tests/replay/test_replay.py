@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from conftest import shared_path
 from traceflow import compare as C
 from traceflow.errors import ScenarioError
+from traceflow.report.comparison import format_text
 from traceflow.replay import (build_scenario, normalize_sample_mean, replay, sample_flows,
                               trace_table)
 
@@ -53,7 +54,7 @@ def test_testbed_replay_matches_utilization(testbed, record_property):
         assert m["error"] is not None and np.isfinite(m["error"]), name
         record_property(name, json.dumps({"measured": m["measured"], "predicted": m["predicted"],
                                           "error": m["error"]}, default=str))
-    print("\n" + C.format_table(result))
+    print("\n" + format_text(result))
     u = metrics["utilization"]
     assert abs(u["predicted"] - u["measured"]) / u["measured"] <= 0.15
     assert u["capacity_bps"] == 1.5e6     # HTB's rate, counting Ethernet frames (overhead 14)
@@ -128,7 +129,10 @@ def test_sample_path_normalization():
 
 
 def test_sample_flows_follow_the_model(self_consistency):
-    model = self_consistency[0]
+    """Open arrivals (a model without sessions): the fitted rate, the fitted mean size."""
+    import dataclasses
+
+    model = dataclasses.replace(self_consistency[0], sessions=None)
     t = sample_flows(model, duration_s=600, seed=5)
     n = t.height
     expect = model.arrivals.rate_per_s * 600
@@ -137,6 +141,21 @@ def test_sample_flows_follow_the_model(self_consistency):
     assert t["start"].max() < 600e9 and (t["rtt"] >= 0).all()
     raw = sample_flows(model, duration_s=600, seed=5, normalize=False)
     assert raw.height == n and not np.allclose(raw["size"].mean(), model.sizes.mean, rtol=1e-3)
+
+
+def test_sample_sessions_follow_the_model(self_consistency):
+    """The sample is a simulator run of 32 closed-loop clients (``files`` traffic, exponential
+    idle 1 s): the fit finds the sessions, and the sampled table holds, per session, think
+    times of the fitted mean up to the span — the most transfers it could start."""
+    model = self_consistency[0]
+    s = model.sessions
+    assert s is not None and s.sessions == 32 and abs(s.think_mean_s - 1.0) < 0.1
+    t = sample_flows(model, duration_s=600, seed=5)
+    assert set(t.columns) >= {"session", "think", "size", "rtt"} and "start" not in t.columns
+    per = t.group_by("session").agg(total=pl.col("think").sum(), rtt=pl.col("rtt").n_unique())
+    assert per.height == s.sessions and per["total"].max() < 600 and (per["rtt"] == 1).all()
+    assert abs(t["think"].mean() - s.think_mean_s) / s.think_mean_s < 0.05
+    assert abs(t["size"].mean() - model.sizes.mean) / model.sizes.mean < 1e-3
 
 
 def test_scenario_precedence(self_consistency):
@@ -213,7 +232,8 @@ def test_trace_replay_puts_the_path_delay_on_the_captured_sides(tmp_path, share)
     replay(measured, tmp_path, scenario={"topology": {"bottleneck": {"rate": 1e7}}}, duration_s=3)
     got = flows(pl.from_arrow(read_packets(tmp_path / "g1-g2.pcap")))
     server = 0.5 if share is None else share
-    assert got["rtt_handshake"].to_list() == pytest.approx([rtt, rtt], abs=1e-3)
+    # the simulated links add the handshake packets' transmission times the trace RTT holds
+    assert got["rtt_handshake"].to_list() == pytest.approx([rtt, rtt], abs=2e-6)
     assert got["rtt_syn"].to_list() == pytest.approx([server * rtt] * 2, abs=1e-3)
     assert got["rtt_ack"].to_list() == pytest.approx([(1 - server) * rtt] * 2, abs=1e-3)
 
@@ -261,7 +281,7 @@ def test_testbed_replay_full_span(tmp_path):
     model = fit([client], hosts_from=[shared_path("testbed", "alpha1.35", "server_side.pcap.gz")])
     replay(flows(read_packets(client)), tmp_path / "run", model=model, scenario=TESTBED_SCENARIO)
     result = C.compare_paths(client, tmp_path / "run")
-    print("\n" + C.format_table(result))
+    print("\n" + format_text(result))
     u = result["metrics"]["utilization"]
     assert abs(u["predicted"] - u["measured"]) / u["measured"] <= 0.15
     assert all(np.isfinite(m["error"]) for m in result["metrics"].values())

@@ -1,5 +1,6 @@
 """``traceflow ingest/flows`` over many files: partitioned Parquet datasets, one task per file."""
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -105,7 +106,9 @@ def test_glob_and_directory_inputs(tmp_path, capture_dir):
 
 def test_bad_file_among_good_ones_leaves_nothing(tmp_path, captures):
     bad = tmp_path / "bad.pcap"
-    bad.write_bytes(captures[0].read_bytes()[:5000])   # truncated mid-record
+    data = bytearray(captures[0].read_bytes())
+    struct.pack_into("<I", data, 24 + 8, 0x7FFFFFFF)   # the first record's length: corrupt
+    bad.write_bytes(bytes(data))
     for command in ("ingest", "flows"):
         out = tmp_path / "out" / command
         proc = run_cli(command, captures[0], bad, captures[1], "-o", out, "--dataset",
@@ -114,6 +117,22 @@ def test_bad_file_among_good_ones_leaves_nothing(tmp_path, captures):
         assert proc.returncode == 2 and len(lines) == 1, proc.stderr
         assert "bad.pcap" in lines[0] and "Traceback" not in proc.stderr
         assert not out.exists() and not list(out.parent.iterdir())
+
+
+def test_capture_cut_short_among_good_ones_warns_once_and_keeps_its_records(tmp_path, captures):
+    """A worker's warning reaches the user as the parent's one line, and the cut capture's
+    complete records are kept (tcpdump killed mid-write)."""
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(captures[0].read_bytes()[:5000])
+    out = tmp_path / "out"
+    proc = run_cli("ingest", cut, captures[1], "-o", out, "--dataset", "--workers", 2, "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("traceflow: warning: ")
+    assert "cut.pcap: capture ends inside record" in lines[0]
+    summary = json.loads(proc.stdout)
+    assert summary["files"][0]["packets"] > 0 and summary["files"][0]["truncated_bytes"] > 0
 
 
 def test_option_errors(tmp_path, captures):

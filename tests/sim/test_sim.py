@@ -234,6 +234,36 @@ def test_trace_driven_flows_follow_the_table():
     assert res.transfers["end"].null_count == 0
 
 
+def test_sessions_run_closed_loop():
+    """A ``session`` column makes closed-loop sessions: each transfer of a session opens
+    ``think`` s after the client had the whole previous response (its end), never before — so
+    its start follows the previous transfer's end, however long that took."""
+    import pyarrow as pa
+
+    table = pa.table({"session": [0, 1, 0, 0, 1], "think": [0.5, 0.2, 0.3, 0.0, 1.0],
+                      "size": [200_000, 1000, 5000, 3000, 2000], "rtt": [0.05, 0.02, 0.05, 0.05, 0.02],
+                      "request": [100] * 5})
+    sc = {"simulation": {"duration": 10.0},
+          "topology": {"kind": "dumbbell", "left": 2, "right": 2,
+                       "bottleneck": {"rate": 2e6, "delay": 0.001}},
+          "traffic": [{"kind": "trace", "src": "l*", "dst": "r*", "start": 1.0}]}
+    res = sim.run(sc, flows=table)
+    import polars as pl
+
+    tr = pl.from_arrow(res.transfers).with_columns(pl.col("start", "end").cast(pl.Int64))
+    assert len(res.flows) == 2 and tr.height == 5 and tr["end"].null_count() == 0
+    s0, s1 = (tr.filter(pl.col("flow_id") == f).sort("start") for f in res.flows["flow_id"].to_pylist())
+    assert s0["size"].to_list() == [200_000, 5000, 3000] and s1["size"].to_list() == [1000, 2000]
+    start0, end0 = s0["start"].to_list(), s0["end"].to_list()
+    assert start0[0] == 1_500_000_000
+    # the 200 kB transfer takes about a second at 2 Mbit/s: the next one waits for it
+    assert end0[0] - start0[0] > 0.8e9 and start0[1] == end0[0] + 300_000_000
+    # think 0: as soon as the previous connection has closed (its FIN exchange, ~1 RTT)
+    assert 0 <= start0[2] - end0[1] <= 0.1e9
+    assert s1["start"].to_list() == [1_200_000_000, s1["end"][0] + 1_000_000_000]
+    assert res.flows["base_rtt"].to_pylist() == pytest.approx([0.05, 0.02])
+
+
 def test_sample_path_normalization_hits_the_target_mean():
     # Pareto(1.05) file sizes: reruns rescale k by target / realized mean (same uniforms). Some
     # sample paths land near the target by chance, so three are checked.

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import nolds_measures
 
 from traceflow.cli.main import cli
 from traceflow.errors import TraceflowError
@@ -98,17 +99,7 @@ def test_daubechies_filters():
 
 
 def test_dfa_and_rs_equal_nolds_with_the_same_settings():
-    import importlib.util
-    import os
-
-    spec = importlib.util.find_spec("nolds")
-    if spec is None:
-        pytest.skip("nolds not installed")
-    # nolds 0.6.3's package __init__ fails on Python 3.11 (datasets loader); measures.py is standalone
-    mspec = importlib.util.spec_from_file_location(
-        "nolds_measures", os.path.join(spec.submodule_search_locations[0], "measures.py"))
-    nolds = importlib.util.module_from_spec(mspec)
-    mspec.loader.exec_module(nolds)
+    nolds = nolds_measures()
     x = fgn(1 << 14, 0.75, rng=2)
     d = dfa(x)
     assert d.H == pytest.approx(nolds.dfa(x, nvals=d.scales, overlap=False, fit_exp="poly"), abs=1e-9)

@@ -121,7 +121,9 @@ def test_cli_series_json(tmp_path):
     res = CliRunner().invoke(cli, ["levels", str(path), "--scale", "1s", "--levels", "8", "--json",
                                    "-o", str(out)])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)  # stderr warns: 199 transitions are too few for 8 x 8 cells
+    assert "199 transitions fill 8x8" in res.stderr
+    assert doc["quality"]["flags"][0]["code"] == "too_few_points"
     assert doc["blocks"] == 200 and doc["h"] == 8 and doc["scale_s"] == 1.0
     table = np.array(doc["condprob"])
     assert table.shape == (8, 9) and table[:, :8].sum() == 199

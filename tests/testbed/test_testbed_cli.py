@@ -34,7 +34,7 @@ def test_not_linux_one_line_exit_2(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize("option,value,message", [
     ("--buffer", "12000", "bytes like 12000B or packets like 40p"),
-    ("--rate", "fast", "not a rate"),
+    ("--rate", "fast", "bad rate 'fast'"),
     ("--rtt", "10parsecs", "bad duration"),
 ])
 def test_bad_values_one_line_exit_2(tmp_path, capsys, option, value, message):

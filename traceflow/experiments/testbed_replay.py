@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from importlib.resources import files
 from pathlib import Path
 
 import polars as pl
+
+from traceflow.values import parse_rate
 
 #: criterion -> tolerance (relative errors, except the KS distance and the Hurst difference)
 CRITERIA = {
@@ -34,17 +35,6 @@ CRITERIA = {
 }
 #: the installed ``traceflow.replays`` package (a checkout's replays/ is not there when installed)
 SCENARIO = Path(str(files("traceflow.replays").joinpath("replay_testbed.toml")))
-_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
-
-
-def parse_rate(text):
-    """A tc rate (``1500kbit``, ``10mbit``; a number is bit/s already) in bit/s."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmg]?)bit\s*", str(text).lower())
-    if not m:
-        raise ValueError(f"not a tc rate: {text!r}")
-    return float(m[1]) * _UNITS[m[2]]
 
 
 def run_overrides(params):

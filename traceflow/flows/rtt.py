@@ -29,25 +29,109 @@ IPV6_PREFIX = 48  # the /N of ``per="/N"`` applies to IPv4; IPv6 paths use /48 u
 # Wu & Nikolaidis, section 3: "its propagation delay is a random number between -10% and +10% of
 # the average propagation delay of its class"
 MIN_CLASS_SPREAD = 0.1
+#: medians of two RTT columns further apart than this factor draw a warning
+DISAGREEMENT_FACTOR = 3.0
+#: why each column can be the default (:func:`rtt_column`)
+WHY = {"rtt_min": "per-connection minimum path RTT, both halves around the capture summed",
+       "rtt_handshake": "handshake RTT (SYN to final ACK): fewer connections have a path RTT "
+                        "in both halves"}
+
+
+@dataclass(frozen=True)
+class RTTColumn:
+    """Which RTT column a command analyses (:func:`rtt_column`): the ``column``, the capture's
+    ``vantage`` point ("sender", "receiver" or "unknown"), why (``reason``) and a ``warning``
+    when the column disagrees strongly with the handshake RTT (None otherwise)."""
+
+    column: str
+    vantage: str
+    reason: str
+    warning: str | None = None
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def flow_vantage(flows):
+    """The capture's vantage point from a flow table's handshake legs, by
+    :func:`traceflow.flows.hosts.vantage` (the rule ``fit`` applies to packets): "sender",
+    "receiver" or "unknown"."""
+    from traceflow.flows.hosts import vantage
+
+    need = {"rtt_syn", "rtt_ack", "payload_bytes_c2s", "payload_bytes_s2c"}
+    if not need <= set(flows.columns):
+        return "unknown"
+    legs = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    return vantage(legs.select(
+        leg_syn="rtt_syn", leg_ack="rtt_ack",
+        sender_is_server=pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s")))
+
+
+def rtt_column(flows, column="auto"):
+    """The RTT column ``rtt``, ``report`` and ``fit`` analyse (``column="auto"``), or ``column``
+    as given, with the vantage point, the reason and a disagreement warning.
+
+    The automatic choice is the per-connection minimum path RTT ``rtt_min``: it sums the two
+    halves around the capture point (:mod:`traceflow.flows.pathrtt`), so it measures the whole
+    path at every vantage point, with more samples of the far half than the handshake has (at a
+    sender-side capture every ACK times it, at a receiver-side one every timestamp echo; without
+    timestamps only the handshake and each request do, so it is then the handshake rule itself).
+    ``rtt_handshake`` (SYN → final ACK, Wireshark's initial_rtt, also the whole path anywhere) is
+    chosen only where fewer connections have an ``rtt_min`` (one-way captures, flows tables
+    without the column). ``rtt_min3`` (the lifetime paper's minimum of three samples, taken at a
+    gateway) is never automatic: next to an end host one of its samples is that host's own
+    reaction time, ~0 rather than a round trip.
+
+    The warning says when the medians of the column and of ``rtt_handshake`` (what ``compare``
+    times, and the far-half-free reference) over the connections having both differ by more than
+    :data:`DISAGREEMENT_FACTOR` times.
+    """
+    tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
+    where = flow_vantage(tcp)
+    have = {c: int(tcp.select((pl.col(c) > 0).sum()).item()) if c in tcp.columns else 0
+            for c in ("rtt_min", "rtt_handshake")}
+    if column == "auto":
+        column = ("rtt_min" if have["rtt_min"] and have["rtt_min"] >= have["rtt_handshake"]
+                  else "rtt_handshake")
+        reason = WHY[column]
+    else:
+        _check_column(tcp, column)
+        reason = "chosen by --column"
+    other = "rtt_min" if column == "rtt_handshake" else "rtt_handshake"
+    warning = None
+    if other in tcp.columns:
+        both = tcp.filter((pl.col(column) > 0) & (pl.col(other) > 0))
+        if both.height:
+            mine, theirs = float(both[column].median()), float(both[other].median())
+            ratio = max(mine, theirs) / min(mine, theirs)
+            if ratio > DISAGREEMENT_FACTOR:
+                warning = (f"RTT columns disagree {ratio:.0f}x: median {column} "
+                           f"{mine * 1e3:.3g} ms vs {other} {theirs * 1e3:.3g} ms over "
+                           f"{both.height} flows (vantage point: {where}); using {column}")
+    return RTTColumn(column, where, reason, warning)
 
 
 def rtt_values(flows, column="rtt_min3", per="connection"):
     """Positive, finite RTT samples (seconds) of ``column`` as a float64 NumPy array, one per
-    connection with a sample.
-
-    ``per``: "connection" (the connection's own value), or "pair" / "/N" / "/N,/M": each
-    connection takes the minimum of ``column`` over its path (:func:`path_minima`). Zero
-    intervals (e.g. an ACK immediately followed by the client's request, both captured at the
-    client) have no logarithm and are dropped.
+    connection with a sample (:func:`connection_rtts`). Zero intervals (e.g. an ACK immediately
+    followed by the client's request, both captured at the client) have no logarithm and are
+    dropped.
     """
-    _check_column(flows, column)
-    x = flows.get_column(column).cast(pl.Float64)
-    if per != "connection":
-        keyed = _path_keys(flows.select(column, "client_addr", "server_addr"), per)
-        x = keyed.select(pl.col(column).filter(pl.col(column) > 0).min()
-                         .over("host_a", "host_b")).to_series().cast(pl.Float64)
-    x = x.drop_nulls().to_numpy()
+    x = connection_rtts(flows, column, per).drop_nulls().to_numpy()
     return x[np.isfinite(x) & (x > 0)]
+
+
+def connection_rtts(flows, column="rtt_min3", per="connection"):
+    """Each connection's RTT (seconds, float64, aligned with ``flows``; null without one).
+
+    ``per``: "connection" (the connection's own ``column``), or "pair" / "/N" / "/N,/M": each
+    connection takes the minimum positive ``column`` over its path (:func:`path_minima`)."""
+    _check_column(flows, column)
+    if per == "connection":
+        return flows.get_column(column).cast(pl.Float64)
+    keyed = _path_keys(flows.select(column, "client_addr", "server_addr"), per)
+    return keyed.select(pl.col(column).filter(pl.col(column) > 0).min()
+                        .over("host_a", "host_b")).to_series().cast(pl.Float64)
 
 
 def _check_column(flows, column):
@@ -102,35 +186,6 @@ def path_minima(flows, *, per="pair", column="rtt_min"):
             .agg(connections=pl.len().cast(pl.Int64), rtt_min=value.min(),
                  rtt_median=value.median())
             .sort("rtt_min", "host_a", "host_b"))
-
-
-def default_column(flows):
-    """The RTT column classes and the spectrum use by default, and the vantage point.
-
-    The vantage point comes from the handshakes (:func:`traceflow.flows.hosts.vantage`: the data
-    senders' leg is the short one at a sender-side capture, the receivers' at a receiver-side
-    one). The per-connection minimum path RTT ``rtt_min`` sums the two halves around the capture
-    point, so it measures the whole path at every vantage point, with more samples of the far
-    half than the handshake has: at a sender-side capture every ACK times it, at a receiver-side
-    one every timestamp echo (without timestamps only the handshake and each request do, so
-    ``rtt_min`` is then the handshake rule itself, still no larger than ``rtt_handshake``).
-    ``rtt_handshake`` (SYN → final ACK, also the whole path anywhere) is the default only where
-    fewer connections have an ``rtt_min`` (one-way captures, flows tables without the column).
-
-    Returns ``(column, vantage)`` with vantage "sender", "receiver" or "unknown".
-    """
-    from traceflow.flows.hosts import vantage
-
-    counts = {c: int(flows.select((pl.col(c) > 0).sum()).item()) if c in flows.columns else 0
-              for c in ("rtt_min", "rtt_handshake")}
-    column = "rtt_min" if counts["rtt_min"] and counts["rtt_min"] >= counts["rtt_handshake"] \
-        else "rtt_handshake"
-    legs = ("rtt_syn", "rtt_ack", "payload_bytes_s2c", "payload_bytes_c2s")
-    if not set(legs) <= set(flows.columns):
-        return column, "unknown"
-    return column, vantage(flows.select(
-        leg_syn="rtt_syn", leg_ack="rtt_ack",
-        sender_is_server=pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s")))
 
 
 def rtt_spectrum(rtts, *, bins=40, value_range=None):
@@ -286,18 +341,18 @@ def rtt_summary(flows, *, column="auto", per="pair", classes="auto", bins=40, ma
                 random_state=0):
     """JSON-ready RTT summary of a flow table (its flows with a positive ``column``).
 
-    ``column``: "auto" (:func:`default_column`) or a flow table RTT column. ``per``: the path
+    ``column``: "auto" or a flow table RTT column (:func:`rtt_column`). ``per``: the path
     unit whose minimum each connection takes (:func:`rtt_values`; "connection" keeps each
     connection's own value). ``classes``: "auto" (learned, :func:`fit_rtt_classes`), a list of
     boundaries in seconds (:func:`fixed_rtt_classes`) or None. Contains the column, the vantage
     point, the quantiles, the spectrum, the classes and (``per`` not "connection") the minimum
     RTT of every path.
     """
-    where = None
-    if column == "auto":
-        column, where = default_column(flows)
+    choice = rtt_column(flows, column)
+    column = choice.column
     x = rtt_values(flows, column, per)
-    out = {"column": column, "per": per, "vantage": where, "flows": flows.height,
+    out = {"column": column, "column_reason": choice.reason, "per": per,
+           "vantage": choice.vantage, "warning": choice.warning, "flows": flows.height,
            "quantiles": rtt_quantiles(x), "spectrum": rtt_spectrum(x, bins=bins).to_dicts(),
            "paths": None if per == "connection" else
            path_minima(flows, per=per, column=column).to_dicts()}

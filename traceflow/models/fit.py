@@ -12,10 +12,14 @@ inputs are never merged), and fits:
   Pareto tail (MLE, xmin by minimum KS, :func:`traceflow.stats.tails.fit_pareto`);
 - short/long shares of flows and bytes, long-lived = at least 50 packets (the lifetime paper's
   threshold, Wu & Nikolaidis sec. 3);
-- handshake RTT (SYN → final ACK) distribution and classes (:mod:`traceflow.flows.rtt`: Gaussian mixture
-  on log RTT, number of classes by BIC), and the distribution of the transfers' path propagation
+- RTT distribution and classes of the transfers' paths, as ``rtt`` and ``report`` show them
+  (:func:`traceflow.flows.rtt.rtt_column`: the minimum path RTT, or the handshake RTT where fewer
+  connections have one, lowered to its host pair's minimum; Gaussian mixture on log RTT, number
+  of classes by BIC), and the distribution of the transfers' path propagation
   RTTs (:func:`path_rtt`: the minimum RTT of each host pair) that model-mode replays use;
 - request sizes (client → server bytes of each download, when most transfers are downloads);
+- closed-loop client sessions (:mod:`traceflow.models.sessions`: number of sessions and think
+  time), when they describe the arrivals better than an open process;
 - end-host parameters (:mod:`traceflow.flows.hosts`), optionally from another capture of the same traffic
   taken nearer the senders (``hosts_from``);
 - Hurst estimates (:mod:`traceflow.stats.hurst`), dispersion curve (:mod:`traceflow.stats.dispersion`) and the
@@ -69,16 +73,20 @@ def read_inputs(inputs):
 
 
 def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
-    """Line-rate estimate (bit/s) and peak rates at 10 ms / 100 ms / 1 s.
+    """Line-rate estimate (bit/s), peak rates at 10 ms / 100 ms / 1 s, and the method (which bin
+    the estimate is the peak of).
 
     The peak of the bytes series is a lower bound on the capacity that reaches it whenever the link
     was saturated for a whole bin; at too fine a bin it is inflated by packet quantization. The
     estimate is the peak at the finest power-of-two multiple of ``bin_ns`` whose peak bin holds at
-    least ``min_packets`` average-size packets."""
+    least ``min_packets`` average-size packets. :func:`traceflow.models.checks.capacity_warnings`
+    says when the peaks disagree so much that no bin saw the link saturated."""
+    from traceflow.stats.series import format_duration
+
     ts_ns = np.asarray(ts_ns, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.float64)
     if ts_ns.size == 0:
-        return math.nan, {}
+        return math.nan, {}, "no data packets"
     lo, hi = int(ts_ns.min()), int(ts_ns.max()) + 1
     base = cmp._bin(ts_ns, sizes, lo, hi, bin_ns)
     mean_pkt = float(sizes.mean())
@@ -97,7 +105,9 @@ def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
             break
         k *= 2
     b = base[: base.size // k * k].reshape(-1, k).sum(axis=1) if base.size >= k else base
-    return float(8 * b.max() / (k * bin_ns / 1e9)), peaks
+    method = (f"peak rate in {format_duration(k * bin_ns)} bins (the finest whose peak bin holds "
+              f"{min_packets} packets)")
+    return float(8 * b.max() / (k * bin_ns / 1e9)), peaks, method
 
 
 def fit_interarrival(gaps_s):
@@ -236,20 +246,32 @@ def path_rtt(flows):
             .sort("_row").drop("_row", "_t", "_hs", "_free", "_near"))
 
 
-def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
+def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, proto=None,
+        log=None):
     """Fit a :class:`~traceflow.models.model.Model` to ``inputs`` (paths of captures / packets tables,
     or packets frames).
 
     ``hosts_from``: inputs whose packets supply the end-host inference instead (a sender-side
-    capture of the same traffic). ``capacity_bps`` overrides the capacity estimate."""
+    capture of the same traffic). ``capacity_bps`` overrides the capacity estimate.
+    ``filter``/``proto`` select the packets of every input (:mod:`traceflow.selection`).
+    ``log(message)`` hears each stage as it starts. A model that cannot be filled (too few complete
+    transfers, no data) is refused with a :class:`~traceflow.errors.TraceflowError`
+    (:func:`traceflow.models.checks.require_replayable`)."""
     from traceflow.flows import flows as build_flows
     from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.hosts import infer_hosts
+    from traceflow.flows.rtt import connection_rtts, rtt_column
+    from traceflow.models.checks import require_replayable
+    from traceflow.models.sessions import fit_sessions
+    from traceflow.selection import select_rows
 
+    log = log or (lambda message: None)
     if isinstance(inputs, (str, Path, pl.DataFrame)):
         inputs = [inputs]
-    frames = read_inputs(inputs)
+    log(f"read {len(inputs)} input{'s' * (len(inputs) != 1)}")
+    frames = [select_rows(df, filter, proto) for df in read_inputs(inputs)]
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]
+    log(f"flows of {sum(df.height for df in frames):,} packets")
     flow_tables = [build_flows(df) for df in frames]
     fl = pl.concat(flow_tables, how="diagonal_relaxed")
     packets = pl.concat(frames, how="diagonal_relaxed").sort("ts")
@@ -262,15 +284,16 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                 bytes=int(packets["ip_len"].cast(pl.Int64).fill_null(0).sum()),
                 inputs=names)
 
+    log("link capacity and load")
     data = cmp.data_direction(packets)
     dts = data["ts"].cast(pl.Int64).to_numpy()
     dsz = data["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()
-    est, peaks = estimate_capacity(dts, dsz)
+    est, peaks, method = estimate_capacity(dts, dsz)
     cap = float(capacity_bps) if capacity_bps else est
     mean_rate = 8 * float(dsz.sum()) / duration if duration > 0 else math.nan
     link = Link(capacity_bps=cap, mean_rate_bps=mean_rate,
                 utilization=mean_rate / cap if cap and cap > 0 else math.nan,
-                method="given" if capacity_bps else "peak-rate", peak_rate_bps=peaks)
+                method="given (--capacity)" if capacity_bps else method, peak_rate_bps=peaks)
     series = cmp._bin(dts, dsz, start, end)
 
     # Arrivals: every TCP connection whose SYN was seen (handshake complete or partial).
@@ -280,7 +303,12 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
 
-    tr = cmp.transfers(path_rtt(synack_queued(packets, fl, cap)))
+    log("arrivals, sizes, lifetimes, RTTs")
+    # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
+    # column's minimum over the host pair); path_rtt keeps the handshakes it needs
+    rtt_choice = rtt_column(fl)
+    tr = cmp.transfers(path_rtt(synack_queued(packets, fl, cap)).with_columns(
+        rtt_handshake=connection_rtts(fl, rtt_choice.column, per="pair")))
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
     size_tail = tail_of(sizes)
@@ -295,7 +323,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
                         short_bytes=float(sizes[~long].sum() / sizes.sum()),
                         long_bytes=float(sizes[long].sum() / sizes.sum()))
     rtt = tr["rtt"].drop_nulls().to_numpy()
-    rtt_model = RTTModel(column="rtt_handshake", distribution=distribution_from_sample(rtt, "s"),
+    rtt_model = RTTModel(column=rtt_choice.column, distribution=distribution_from_sample(rtt, "s"),
                          classes=rtt_classes(rtt, seed=seed),
                          propagation=distribution_from_sample(
                              tr["path_rtt"].drop_nulls().to_numpy(), "s"),
@@ -306,13 +334,18 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
     requests = (distribution_from_sample(down["request"].to_numpy(), "bytes")
                 if 2 * down.height > tr.height else None)
 
+    sessions = fit_sessions(fl, packets, start, end)
+
+    log("end hosts")
     host_packets = packets
     if hosts_from is not None:
         if isinstance(hosts_from, (str, Path, pl.DataFrame)):
             hosts_from = [hosts_from]
-        host_packets = pl.concat(read_inputs(hosts_from), how="diagonal_relaxed")
+        host_packets = pl.concat([select_rows(df, filter, proto) for df in read_inputs(hosts_from)],
+                                 how="diagonal_relaxed")
     hosts = infer_hosts(host_packets)
 
+    log("Hurst, dispersion, conditional levels")
     hurst = cmp.hurst_estimates(series)
     scales, idc = cmp.dispersion_curve(series)
     levels = None
@@ -323,7 +356,10 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0):
         levels = Levels(scale_s=LEVEL_SCALE_S, h=cmp.LEVELS_H, mapping="quantile",
                         condprob=table.tolist(),
                         expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
-    return Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
-                 shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
-                 dispersion=Dispersion(scales_s=scales, idc=idc), levels=levels,
-                 series_bin_s=cmp.BIN_NS / 1e9)
+    model = Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
+                  shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
+                  sessions=sessions, dispersion=Dispersion(scales_s=scales, idc=idc),
+                  levels=levels, series_bin_s=cmp.BIN_NS / 1e9)
+    require_replayable(model, inputs[0] if len(inputs) == 1 and isinstance(inputs[0], (str, Path))
+                       else None)
+    return model

@@ -121,6 +121,25 @@ class Arrivals:
 
 
 @dataclass
+class Sessions:
+    """Closed-loop client sessions (:mod:`traceflow.models.sessions`): ``sessions`` clients each
+    run transfers one after another — a new connection, the whole response, then a think time
+    (s, exponential with mean ``think_mean_s``, from the end of one connection to the SYN of the
+    next) — so a session never has two transfers at once. Model-mode replays drive these sessions
+    instead of the open arrival process of :class:`Arrivals`. ``hosts``: distinct client
+    addresses; ``max_open``: the most connections seen open at once; ``log_likelihood_gain``: the
+    fit's log-likelihood above open (Poisson) arrivals; ``exchanges_per_connection``: mean
+    request/response exchanges per connection (1.0: every transfer opens a connection)."""
+    sessions: int
+    think_dist: str
+    think_mean_s: float
+    hosts: int
+    max_open: int
+    log_likelihood_gain: float
+    exchanges_per_connection: float
+
+
+@dataclass
 class Shares:
     """Short/long split of flows at ``threshold`` (bytes or seconds, per ``by``)."""
     by: str
@@ -211,6 +230,7 @@ class Model:
     levels: Levels | None = None
     series_bin_s: float = 0.01
     requests: Distribution | None = None      # request bytes (client -> server) per transfer
+    sessions: Sessions | None = None          # closed-loop clients (None: open arrivals)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self):

@@ -198,7 +198,9 @@ class ReadStats:
 
     ``records``: records framed (packets of every link type); ``packets``: rows produced;
     ``skipped_records``/``skipped_bytes``: malformed input dropped under ``on_error="skip"``;
-    ``unsupported_linktypes``: {link type: records not decoded}; ``bytes``: decompressed bytes read.
+    ``unsupported_linktypes``: {link type: records not decoded}; ``bytes``: decompressed bytes read;
+    ``truncated_bytes``: bytes of a last record the file ends inside (0: the file ends on a record
+    boundary; see :func:`end_truncated`).
     """
     path: str = ""
     format: str = ""
@@ -210,6 +212,7 @@ class ReadStats:
     unsupported_linktypes: dict = field(default_factory=dict)
     interfaces: int = 0
     bytes: int = 0
+    truncated_bytes: int = 0
     errors: list = field(default_factory=list)
 
     def add_unsupported(self, linktype, n):
@@ -223,3 +226,25 @@ class ReadStats:
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+#: appended to errors about a malformed record in the middle of a capture
+SKIP_HINT = "to skip bad records: traceflow ingest --on-error skip"
+
+
+def end_truncated(stats, path, offset, record, present, skip):
+    """The file ends ``present`` bytes into record ``record`` (at ``offset``): what a killed or
+    still-running tcpdump leaves. The complete records before it are kept; the partial one is
+    dropped, counted in ``stats.truncated_bytes`` and, with ``skip``, as a skipped record; without
+    ``skip`` (the default) a :class:`~traceflow.errors.TraceflowWarning` says so."""
+    from traceflow.errors import warn
+
+    stats.truncated_bytes = int(present)
+    if skip:
+        stats.skipped_records += 1
+        stats.skipped_bytes += int(present)
+        stats.note(f"record {record} at offset {offset}: truncated at end of file")
+        return
+    warn(f"capture ends inside record {record} (offset {offset}, {present} bytes of it present): "
+         f"kept the complete records before it, as from a capture that was cut short",
+         path=path)

@@ -6,8 +6,9 @@ header, TCP, UDP, TCP options via ``dpkt.tcp.parse_opts``); the walk from one he
 the rules for which fields are null follow the packets-table contract (see
 :mod:`traceflow.pcap.schema`), so the table equals the fast decoder's column by column.
 
-``on_error="skip"`` skips bad pcapng packet blocks whose framing is intact and a truncated final
-record; any other framing error ends the read (counted in ``skipped_bytes``) instead of resyncing.
+``on_error="skip"`` skips bad pcapng packet blocks whose framing is intact; any other framing
+error ends the read (counted in ``skipped_bytes``) instead of resyncing. A truncated final record
+is dropped as the fast reader drops it (:func:`~traceflow.pcap.containers.end_truncated`).
 """
 import struct
 
@@ -17,7 +18,8 @@ from dpkt import ethernet, ip6, pcap, pcapng, sll, sll2, tcp, udp
 
 from traceflow.errors import InputFormatError
 from traceflow.pcap.containers import (
-    MAX_RECORD, PCAPNG_MAGIC, CaptureStream, ReadStats, parse_options, section_byte_order, sniff,
+    MAX_RECORD, PCAPNG_MAGIC, SKIP_HINT, CaptureStream, ReadStats, end_truncated, parse_options,
+    section_byte_order, sniff,
 )
 from traceflow.pcap.schema import PACKET_SCHEMA
 
@@ -29,12 +31,14 @@ IP6_EXT = (0, 43, 60)
 
 
 class _Frame(Exception):
-    """Bad record framing inside the reference reader."""
+    """Bad record framing inside the reference reader; ``present`` (not None): the file ends that
+    many bytes into the record."""
 
-    def __init__(self, message, offset, intact_len=None):
+    def __init__(self, message, offset, intact_len=None, present=None):
         super().__init__(message)
         self.offset = offset
         self.intact_len = intact_len
+        self.present = present
 
 
 def iter_batches(path, *, on_error="fail", batch_size=65536, stats=None, progress=None):
@@ -58,8 +62,12 @@ def iter_batches(path, *, on_error="fail", batch_size=65536, stats=None, progres
             except StopIteration:
                 break
             except _Frame as exc:
+                if exc.present is not None:
+                    end_truncated(stats, path, exc.offset, index, exc.present, on_error == "skip")
+                    break
                 if on_error != "skip":
-                    raise InputFormatError(str(exc), path=path, offset=exc.offset, record=index) from None
+                    raise InputFormatError(str(exc), path=path, offset=exc.offset, record=index,
+                                           hint=SKIP_HINT) from None
                 stats.skipped_records += 1
                 stats.note(f"record {index} at offset {exc.offset}: {exc}")
                 if exc.intact_len is None:
@@ -121,7 +129,7 @@ def _pcap_records(src, head, path, stats):
         if not raw:
             return
         if len(raw) < 16:
-            raise _Frame("truncated record: file ends inside the record header", offset)
+            raise _Frame("truncated record", offset, present=len(raw))
         ph = hdr_cls(raw)
         if ph.caplen > limit or ph.caplen > MAX_RECORD:
             what = "snapshot length" if fh.snaplen and ph.caplen > fh.snaplen else "maximum"
@@ -129,7 +137,7 @@ def _pcap_records(src, head, path, stats):
                          f"{fh.snaplen if what == 'snapshot length' else MAX_RECORD}", offset)
         data = src.read_exact(ph.caplen)
         if len(data) < ph.caplen:
-            raise _Frame("truncated record: file ends inside the packet data", offset)
+            raise _Frame("truncated record", offset, present=16 + len(data))
         ts = ph.tv_sec * 1_000_000_000 + ph.tv_usec * (1 if nanos else 1000)
         yield _wrap64(ts), ph.caplen, ph.len, 0, linktype, data
         offset += 16 + ph.caplen
@@ -157,7 +165,7 @@ def _pcapng_records(src, head, path, stats):
         if not first:
             break
         if len(first) < 8:
-            raise _Frame("truncated record: file ends inside a block header", offset)
+            raise _Frame("truncated record", offset, present=len(first))
         if first[:4] == PCAPNG_MAGIC:
             rest = src.read_exact(4)
             big = section_byte_order(first + rest, path, offset)
@@ -169,7 +177,7 @@ def _pcapng_records(src, head, path, stats):
         body = src.read_exact(blen - len(first))
         block = first + body
         if len(block) < blen:
-            raise _Frame("truncated record: file ends inside a block", offset)
+            raise _Frame("truncated record", offset, present=len(block))
         if struct.unpack(e + "I", block[-4:])[0] != blen:
             raise _Frame(f"pcapng block length {blen} does not match its trailer "
                          f"{struct.unpack(e + 'I', block[-4:])[0]}", offset)

@@ -17,8 +17,11 @@ counted in :class:`ReadStats` instead.  Resync policy: a pcapng block whose fram
 content is bad (captured length beyond the block, undefined interface) is skipped whole; otherwise the
 reader scans forward (byte by byte for pcap, 4-byte aligned for pcapng) to the first offset where a
 plausible record starts that is followed by another plausible record (or the end of the data), and
-counts the bytes in between as ``skipped_bytes``.  A truncated final record is dropped.  File-level
-problems (empty file, unknown magic, truncated file header, corrupt compression) always raise.
+counts the bytes in between as ``skipped_bytes``.  A file that ends inside its last record (a
+capture cut short) keeps every complete record; the partial one is dropped with a warning
+(:func:`~traceflow.pcap.containers.end_truncated`).  Errors about a malformed record suggest
+``--on-error skip``.  File-level problems (empty file, unknown magic, truncated file header, corrupt
+compression) always raise.
 Records of link types the decoder does not understand produce no rows; they are counted in
 ``ReadStats.unsupported_linktypes``.  pcapng simple packet blocks carry no timestamp or interface:
 their rows have ``ts`` 0 and ``iface`` 0.
@@ -33,8 +36,8 @@ import pyarrow as pa
 from traceflow.errors import InputFormatError, TraceflowError
 from traceflow.pcap import _decode
 from traceflow.pcap.containers import (
-    GZIP_MAGIC, IDB, MAX_RECORD, PCAP_HEADER_LEN, PCAPNG_MAGIC, ZSTD_MAGIC, CaptureStream, PcapHeader,
-    ReadStats, parse_idb, parse_pcap_header, section_byte_order, sniff,
+    GZIP_MAGIC, IDB, MAX_RECORD, PCAP_HEADER_LEN, PCAPNG_MAGIC, SKIP_HINT, ZSTD_MAGIC, CaptureStream,
+    PcapHeader, ReadStats, end_truncated, parse_idb, parse_pcap_header, section_byte_order, sniff,
 )
 from traceflow.pcap.schema import PACKET_SCHEMA
 
@@ -170,8 +173,8 @@ class _FastReader:
         self._inherited = 0       # of which in force before the chunk starts
         self._raw_seen = 0
 
-    def _error(self, message, offset, record=None):
-        return InputFormatError(message, path=self.path, offset=offset, record=record)
+    def _error(self, message, offset, record=None, hint=None):
+        return InputFormatError(message, path=self.path, offset=offset, record=record, hint=hint)
 
     def _linktype(self, linktype):
         return FRAME_ONLY_LINKTYPE if self.frame_only else linktype
@@ -289,7 +292,7 @@ class _FastReader:
                 if err:
                     msg = _decode.ERRORS[err].format(a=dec.err_a, b=dec.err_b)
                 if not self.skip:
-                    raise self._error(msg, base + pos, dec.records)
+                    raise self._error(msg, base + pos, dec.records, hint=SKIP_HINT)
                 stats.skipped_records += 1
                 stats.note(f"record {dec.records} at offset {base + pos}: {msg}")
                 if fmt == "pcapng" and err in FRAMING_INTACT:
@@ -303,12 +306,7 @@ class _FastReader:
             # NEED_MORE (or a block that does not fit yet)
             if eof:
                 if pos < filled:
-                    if not self.skip:
-                        raise self._error(f"truncated record: file ends {filled - pos} bytes into it",
-                                          base + pos, dec.records)
-                    stats.skipped_records += 1
-                    stats.skipped_bytes += filled - pos
-                    stats.note(f"record {dec.records} at offset {base + pos}: truncated at end of file")
+                    end_truncated(stats, self.path, base + pos, dec.records, filled - pos, self.skip)
                 break
             if not resyncing:
                 self._boundary(base + pos)
@@ -350,12 +348,14 @@ class _FastReader:
         btype = struct.unpack(e + "I", head[:4])[0]
         blen = struct.unpack(e + "I", head[4:8])[0]
         if btype == 0x0A0D0D0A and (blen < 28 or blen % 4 or blen > MAX_RECORD):
-            raise self._error(f"invalid pcapng block length {blen}", base + pos, dec.records)
+            raise self._error(f"invalid pcapng block length {blen}", base + pos, dec.records,
+                              hint=SKIP_HINT)
         if filled - pos < blen:
             return None
         block = bytes(buf[pos:pos + blen])
         if struct.unpack(e + "I", block[-4:])[0] != blen:
-            raise self._error("pcapng block length does not match its trailer", base + pos, dec.records)
+            raise self._error("pcapng block length does not match its trailer", base + pos,
+                              dec.records, hint=SKIP_HINT)
         if btype == 0x0A0D0D0A:
             major = struct.unpack(e + "H", block[12:14])[0]
             if major != 1:

@@ -18,12 +18,14 @@ class _InputJob:
     path: str
     out_dir: str
     index: int
+    filter: str | None = None
+    proto: str | None = None
 
 
 def _input_job(job):
     from traceflow.report.sections import input_section
 
-    return input_section(job.path, job.out_dir, job.index)
+    return input_section(job.path, job.out_dir, job.index, job.filter, job.proto)
 
 
 def check_replaceable(out_dir):
@@ -36,10 +38,15 @@ def check_replaceable(out_dir):
 
 def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=None,
                  capacity_bps=None, title="traceflow report", executor="local", workers=None,
-                 scheduler=None, progress=True):
-    """Write ``out_dir/index.html`` (+ PNGs, + ``report.json``); returns the report.json dict."""
+                 scheduler=None, progress=True, filter=None, proto=None, log=None):
+    """Write ``out_dir/index.html`` (+ PNGs, + ``report.json``); returns the report.json dict.
+
+    ``filter``/``proto`` select the packets of every input (:mod:`traceflow.selection`);
+    ``log(message)`` hears each stage as it starts."""
     from traceflow.atomic import atomic_dir
     from traceflow.report.sections import comparison_section
+
+    log = log or (lambda message: None)
 
     if (measured is None) != (predicted is None):
         raise TraceflowError("--measured and --predicted go together")
@@ -51,24 +58,30 @@ def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=N
     out_dir = Path(out_dir)
     check_replaceable(out_dir)
     with atomic_dir(out_dir) as tmp:
-        jobs = [_InputJob(str(Path(p).resolve()), str(tmp.resolve()), i + 1)
+        jobs = [_InputJob(str(Path(p).resolve()), str(tmp.resolve()), i + 1, filter, proto)
                 for i, p in enumerate(inputs)]
         sections = []
         if jobs:
+            log(f"analyse {len(jobs)} input{'s' * (len(jobs) != 1)}: "
+                + ", ".join(Path(p).name for p in inputs))
             sections = map_tasks(_input_job, jobs, executor=executor, scheduler=scheduler,
                                  workers=workers or min(len(jobs), default_workers()),
                                  label="inputs", progress=progress)
         comparison = None
         if measured is not None:
+            log(f"compare {Path(measured).name} (measured) with {Path(predicted).name} "
+                "(predicted)")
             section, comparison = comparison_section(measured, predicted, tmp,
                                                      tolerances=tolerances,
                                                      capacity_bps=capacity_bps)
             sections.insert(0, section)
+        log("write the page")
         summary = {
             "title": title, "inputs": [str(p) for p in inputs],
             "sections": [{"heading": s.heading, "figures": [f.src for f in s.figures],
                           "warnings": s.warnings, "rows": s.tables[0].rows if s.tables else []}
                          for s in sections],
+            "filter": filter, "proto": proto,
             "comparison": comparison}
         from traceflow.jsonutil import jsonable
 

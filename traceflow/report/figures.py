@@ -51,14 +51,22 @@ def ccdf_figure(ccdf, path, *, fit=None, label="x", title=None):
     return save(fig, path)
 
 
-def hurst_figure(report, path, *, methods=("vt", "rs", "wavelet"), title=None):
+def hurst_figure(report, path, *, methods=("vt", "rs", "wavelet"), bin_s=None, title=None):
     """Diagnostic plots of a :class:`traceflow.stats.hurst.HurstReport`: variance-time, R/S (pox plot)
-    and the wavelet logscale diagram, each with its fitted line and H in the title."""
+    and the wavelet logscale diagram, each with its fitted line and H in the title. With ``bin_s``
+    (the series' bin width, s) the block-size axes are in seconds and the octaves name their
+    time scale."""
     present = [m for m in methods if m in report.results]
     fig, axes = _figure(width=4.2 * max(len(present), 1), height=3.8, ncols=max(len(present), 1))
+    # log10 of a block of m bins in seconds = log10 m + log10 bin_s: a shift of the x axis
+    shift = np.log10(bin_s) if bin_s else 0.0
     for ax, method in zip(axes, present):
         result = report.results[method]
-        plot = result.plot
+        plot = dict(result.plot)
+        if bin_s and method in _BLOCK_AXES:
+            for key in ("x", "fit_x", "pox_x"):
+                if key in plot:
+                    plot[key] = np.asarray(plot[key]) + shift
         if method == "rs" and "pox_x" in plot:
             ax.plot(plot["pox_x"], plot["pox_y"], ".", ms=2, color="0.7", label="blocks")
         if method == "wavelet" and "yerr" in plot:
@@ -71,8 +79,13 @@ def hurst_figure(report, path, *, methods=("vt", "rs", "wavelet"), title=None):
         if method == "rs" and "expected_y" in plot:
             ax.plot(plot["x"], plot["expected_y"], "--", color=COLORS[2], label="E iid")
         ax.set_title(f"{_HURST_TITLES.get(method, method)}: H = {result.H:.3f}")
-        ax.set_xlabel(_HURST_AXES.get(method, ("x", "y"))[0])
-        ax.set_ylabel(_HURST_AXES.get(method, ("x", "y"))[1])
+        xlabel, ylabel = _HURST_AXES.get(method, ("x", "y"))
+        if bin_s and method in _BLOCK_AXES:
+            xlabel = f"log10 {_BLOCK_AXES[method]} (s); bins of {_seconds(bin_s)}"
+        elif bin_s and method == "wavelet":
+            xlabel = f"octave j (time scale 2^j x {_seconds(bin_s)})"
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         ax.legend(loc="best", fontsize="small")
     if title:
@@ -82,6 +95,8 @@ def hurst_figure(report, path, *, methods=("vt", "rs", "wavelet"), title=None):
 
 _HURST_TITLES = {"vt": "variance-time", "rs": "R/S", "wavelet": "wavelet (Abry–Veitch)",
                  "dfa": "DFA", "periodogram": "periodogram"}
+#: methods whose x axis is log10 of a block size in bins, and what the block is
+_BLOCK_AXES = {"vt": "block length m", "rs": "block length d", "dfa": "box length s"}
 _HURST_AXES = {"vt": ("log10 m (block size, bins)", "log10 Var(X^(m))"),
                "rs": ("log10 d (block size, bins)", "log10 R/S"),
                "wavelet": ("octave j", "y_j = log2 mean d_j²"),
@@ -126,7 +141,13 @@ def rtt_spectrum_figure(spectrum, path, *, boundaries=(), medians=(), title=None
         if np.isfinite(m):
             ax.annotate(f"{m * 1e3:.3g} ms", (np.log10(m / SPECTRUM_UNIT), 1), xycoords=(
                 "data", "axes fraction"), ha="center", va="bottom", fontsize="small")
-    ax.set_xlabel("log10(RTT / 10 µs)")
+    # the paper's axis is log10(RTT / 10 µs); the ticks say the RTTs in ms
+    lo, hi = left.min() if left.size else 0.0, right.max() if right.size else 1.0
+    ms = [m * 10.0 ** d for d in range(-2, 6) for m in (1, 2, 5)]
+    at = [(np.log10(v / (SPECTRUM_UNIT * 1e3)), v) for v in ms]
+    at = [(x, v) for x, v in at if lo - 0.05 <= x <= hi + 0.05]
+    ax.set_xticks([x for x, _ in at], [f"{v:g}" for _, v in at])
+    ax.set_xlabel("RTT (ms, log scale; the paper's log10(RTT / 10 µs) = log10(RTT in ms) + 2)")
     ax.set_ylabel("fraction of flows")
     ax.set_title(title or "RTT spectrum", pad=14)
     ax.grid(True, axis="y", alpha=0.3)
@@ -170,8 +191,9 @@ def dispersion_figure(curve, path, *, title=None):
 
 
 def series_figure(values, bin_s, path, *, factors=(1, 10, 100), unit="bytes", title=None):
-    """Link series at several time scales: one panel per aggregation factor (bin_s × factor),
-    each showing the rate (``unit`` per second) over time."""
+    """Link series (bytes per bin) at several time scales: one panel per aggregation factor
+    (bin_s × factor), each showing the rate over time in ``unit`` ("bytes" or "bit") per second."""
+    per_byte = 8 if unit == "bit" else 1
     values = np.asarray(values, dtype=float)
     factors = [f for f in factors if values.size // f >= 2] or [1]
     fig, axes = _figure(width=7.5, height=1.9 * len(factors) + 0.6, nrows=len(factors))
@@ -180,7 +202,7 @@ def series_figure(values, bin_s, path, *, factors=(1, 10, 100), unit="bytes", ti
         blocks = values[: k * factor].reshape(k, factor).sum(axis=1)
         width = bin_s * factor
         t = np.arange(k) * width
-        ax.step(t, blocks / width, where="post", color=color, lw=0.8)
+        ax.step(t, per_byte * blocks / width, where="post", color=color, lw=0.8)
         ax.set_ylabel(f"{unit}/s")
         ax.set_title(f"bin {_seconds(width)}", fontsize="small", loc="right")
         ax.grid(True, alpha=0.3)

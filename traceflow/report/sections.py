@@ -6,7 +6,6 @@ Each available analysis is drawn by :mod:`traceflow.report.figures`; an analysis
 support (too few flows for a tail fit, a series too short for Hurst) becomes a warning line in the
 section instead of failing the report.
 """
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,19 +36,27 @@ class Loaded:
     series: np.ndarray | None
     counts: np.ndarray | None = None  # packets per 10 ms bin
     packets: int | None = None
+    start_ns: int | None = None       # first packet (UTC ns since the epoch)
     rtt_samples: pl.DataFrame | None = None  # traceflow.flows.pathrtt.SAMPLE_SCHEMA
 
 
-def load_input(path):
-    """Read one report input (see the module docstring) into :class:`Loaded`."""
+def load_input(path, *, filter=None, proto=None):
+    """Read one report input (see the module docstring) into :class:`Loaded`; ``filter`` and
+    ``proto`` select the packets of a capture, packets table or run (the flows of a flows table)
+    before anything is computed (:mod:`traceflow.selection`)."""
     from traceflow.flows import input_kind
+    from traceflow.selection import row_filter, select_rows
 
     path = Path(path)
     if not path.exists():
         raise TraceflowError("no such file or directory", path=path)
+    selecting = row_filter(filter, proto) is not None
     if path.is_dir():
         if (path / "summary.json").exists():
-            return _load_run(path)
+            return _load_run(path, filter, proto)
+        if selecting:
+            raise TraceflowError("--filter/--proto need packets: a capture, packets table or run",
+                                 path=path)
         if (path / "flows.parquet").exists() and (path / "series.parquet").exists():
             return Loaded(path.name, "analytics", pl.read_parquet(path / "flows.parquet"),
                           *_series_table(path / "series.parquet"))
@@ -57,26 +64,28 @@ def load_input(path):
                                "(flows.parquet + series.parquet)", path=path)
     kind = input_kind(path)
     if kind == "flows":
-        return Loaded(path.name, "flows", pl.read_parquet(path), None)
+        return Loaded(path.name, "flows", select_rows(pl.read_parquet(path), filter, proto), None)
     packets = pl.read_parquet(path) if kind == "packets" else _read_packets(path)
-    if packets.height == 0:
-        raise InputFormatError("no packets", path=path)
-    return _load_packets(path.name, kind, packets)
+    return _from_packets(path.name, kind, select_rows(packets, filter, proto), path)
 
 
-def _load_packets(name, kind, packets):
+def _from_packets(name, kind, packets, path):
     from traceflow.flows import flows_with_rtt_samples
 
+    if packets.height == 0:
+        raise InputFormatError("no packets", path=path)
+    start = int(packets.get_column("ts").cast(pl.Int64).min())
     table, samples = flows_with_rtt_samples(packets)
-    return Loaded(name, kind, table, *_series(packets), packets.height, samples)
+    return Loaded(name, kind, table, *_series(packets), packets.height, start, samples)
 
 
-def _load_run(path):
+def _load_run(path, filter=None, proto=None):
     """A simulator run directory: its bottleneck capture when it wrote one (the same analytics
     as a measured trace), else its own bottleneck series and finished transfers."""
     import json
 
     from traceflow.compare import run_pcap
+    from traceflow.selection import row_filter, select_rows
 
     summary = json.loads((path / "summary.json").read_text())
     try:
@@ -84,7 +93,9 @@ def _load_run(path):
     except InputFormatError:
         packets = None
     if packets is not None:
-        return _load_packets(path.name, "run", packets)
+        return _from_packets(path.name, "run", select_rows(packets, filter, proto), path)
+    if row_filter(filter, proto) is not None:
+        raise TraceflowError("--filter/--proto need the run's bottleneck pcap", path=path)
     link = summary.get("bottleneck")
     series = pl.read_parquet(path / "series.parquet")
     if link is not None and "link" in series.columns:
@@ -155,32 +166,46 @@ class _Collector:
     def figure(self, path, caption):
         self.figures.append(Figure(path.name, caption))
 
-    def row(self, quantity, value, note=""):
-        self.rows.append({"quantity": quantity, "value": value, "note": note})
+    def row(self, quantity, value, unit="", note="", quality=None):
+        """A summary row: ``value`` shown in its ``unit`` (:func:`traceflow.units.value`),
+        ``raw`` kept for report.json; a :class:`~traceflow.stats.quality.Quality` goes into
+        the row's quality column (and its flags into the section's warnings)."""
+        from traceflow import units
+
+        self.rows.append({"quantity": quantity, "value": units.value(value, unit), "raw": value,
+                          "unit": unit, "note": note,
+                          "quality": None if quality is None else quality.text()})
+        if quality is not None:
+            self.warnings.extend(f"{quantity}: {f.message}" for f in quality.flags)
 
 
-def input_section(path, out_dir, index=0):
+def input_section(path, out_dir, index=0, filter=None, proto=None):
     """Analyse one input; write its PNGs into ``out_dir``; return its :class:`Section`."""
-    data = load_input(path)
+    from traceflow import units
+
+    data = load_input(path, filter=filter, proto=proto)
     c = _Collector(out_dir, f"{index:02d}-{slug(Path(path).stem)}")
     if data.packets is not None:
         c.row("packets", data.packets)
+    if data.start_ns is not None:
+        c.row("first packet", units.timestamp(data.start_ns))
     if data.flows is not None:
         c.row("flows", data.flows.height)
-        for column, label in (("bytes", "flow size (bytes)"), ("duration", "flow lifetime (s)")):
-            c.attempt(f"CCDF of {label}", _tail, c, data.flows, column, label)
+        for column, label, unit in (("bytes", "flow size", "B"),
+                                    ("duration", "flow lifetime", "s")):
+            c.attempt(f"CCDF of {label}", _tail, c, data.flows, column, label, unit)
         classes = c.attempt("RTT spectrum", _rtt, c, data.flows)
         if data.rtt_samples is not None:
             c.attempt("RTT over time", _rtt_time, c, data.rtt_samples, classes)
     if data.series is not None:
-        c.row("duration (s)", data.series.size * BIN_S)
-        c.row("mean rate (bit/s)", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S))
+        c.row("duration", data.series.size * BIN_S, "s")
+        c.row("mean rate", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S), "bit/s")
         c.attempt("link series", _series_fig, c, data.series)
         c.attempt("Hurst estimates", _hurst, c, data.series)
         c.attempt("conditional levels", _levels, c, data.series)
         c.attempt("dispersion curve", _dispersion, c, data.counts)
     return Section(f"{data.name} ({data.kind})", figures=c.figures,
-                   tables=[Table(c.rows, columns=["quantity", "value", "note"])],
+                   tables=[Table(c.rows, columns=["quantity", "value", "note", "quality"])],
                    warnings=c.warnings)
 
 
@@ -191,43 +216,60 @@ def _column_values(flows, column):
     return series.cast(pl.Float64).drop_nulls().to_numpy()
 
 
-def _tail(c, flows, column, label):
-    from traceflow.stats.tails import ccdf_data, fit_pareto
+def _tail(c, flows, column, label, unit):
+    from traceflow import units
+    from traceflow.stats.tails import ccdf_data, fit_pareto, likelihood_ratios
+    from traceflow.stats.quality import tail_quality
 
     x = _column_values(flows, column)
     x = x[x > 0]
     fit = fit_pareto(x)
-    path = figures.ccdf_figure(ccdf_data(x, fit), c.path(f"ccdf-{column}"), fit=fit, label=label)
-    c.figure(path, f"Log-log CCDF of {label} with the Pareto fit above xmin (MLE, KS-chosen xmin).")
+    label_unit = f"{label} ({'bytes' if unit == 'B' else unit})"
+    path = figures.ccdf_figure(ccdf_data(x, fit), c.path(f"ccdf-{column}"), fit=fit,
+                               label=label_unit)
+    c.figure(path, f"Log-log CCDF of {label_unit} with the Pareto fit above xmin (MLE, KS-chosen "
+                   "xmin).")
     c.row(f"Pareto α of {label}", fit.alpha,
-          f"xmin = {fit.xmin:.4g}, {fit.n_tail} of {fit.n} in the tail")
+          note=f"xmin = {units.value(fit.xmin, unit)}, {fit.n_tail} of {fit.n} in the tail, "
+               f"KS {fit.ks:.3f}",
+          quality=tail_quality(fit.n_tail, fit.ks, lr=likelihood_ratios(x, fit)))
 
 
 def _rtt(c, flows):
-    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.default_column`,
+    """RTT spectrum and classes of the default RTT (:func:`traceflow.flows.rtt.rtt_column`,
     minimum per host pair); returns the classes."""
+    from traceflow import units
     from traceflow.flows import rtt
 
     tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
-    column, where = rtt.default_column(tcp)
+    choice = rtt.rtt_column(tcp)
+    column = choice.column
+    if choice.warning:
+        c.warnings.append(choice.warning)
     x = rtt.rtt_values(tcp, column, "pair")
     if x.size < MIN_RTT_SAMPLES:
         raise TraceflowError(f"{x.size} flows with an RTT sample ({column}), need "
                              f"{MIN_RTT_SAMPLES}")
+    if choice.warning:
+        c.warnings.append(choice.warning)
     classes = rtt.fit_rtt_classes(x)
     path = figures.rtt_spectrum_figure(rtt.rtt_spectrum(x), c.path("rtt-spectrum"),
                                        boundaries=classes.boundaries, medians=classes.medians)
     c.figure(path, f"RTT spectrum (Wu & Nikolaidis Fig. 4): histogram over connections of "
                    f"log10(RTT / 10 µs), each connection taking the minimum {column} of its host "
-                   f"pair (vantage point: {where}), with the RTT classes learned from it "
-                   f"(Gaussian mixture, BIC).")
-    c.row("RTT median (s)", float(np.median(x)), f"{x.size} flows, {column} per host pair")
+                   f"pair, the column for this vantage point ({choice.vantage}), with the RTT "
+                   f"classes learned from it (Gaussian mixture, BIC).")
+    c.row("RTT median", float(np.median(x)), "s",
+          note=f"{column} per host pair, {x.size} flows with a sample; vantage point "
+               f"{choice.vantage}")
     c.row("RTT classes", classes.n_classes,
-          "medians " + ", ".join(f"{m * 1e3:.3g} ms" for m in classes.medians))
+          note="medians " + ", ".join(units.duration(m) for m in classes.medians))
     return classes
 
 
 def _rtt_time(c, samples, classes):
+    from traceflow import units
+
     s = samples.drop_nulls("path_rtt").filter(pl.col("path_rtt") > 0)
     if s.height == 0:
         raise TraceflowError("no path RTT samples (no connection timed in both halves)")
@@ -237,29 +279,33 @@ def _rtt_time(c, samples, classes):
     c.figure(path, "Path RTT over time: every passive sample of one half of a connection's path "
                    "(TCP timestamp echo, or data to covering ACK with Karn's rule) plus the "
                    "nearest-in-time sample of its other half; dashed: RTT class boundaries.")
-    c.row("path RTT samples", s.height, f"median {float(s['path_rtt'].median()) * 1e3:.3g} ms")
+    c.row("path RTT samples", s.height,
+          note=f"median {units.duration(float(s['path_rtt'].median()))}")
 
 
 def _series_fig(c, x):
-    path = figures.series_figure(x, BIN_S, c.path("series"), factors=SERIES_FACTORS, unit="bytes")
-    c.figure(path, "Link bytes per second at 10 ms, 100 ms and 1 s bins.")
+    path = figures.series_figure(x, BIN_S, c.path("series"), factors=SERIES_FACTORS, unit="bit")
+    c.figure(path, "Link rate (bit/s) in 10 ms, 100 ms and 1 s bins from the first packet.")
 
 
 def _hurst(c, x):
     from traceflow.stats.hurst import estimate
+    from traceflow.stats.quality import Flag, Quality, hurst_quality
 
     report = estimate(x, ("vt", "rs", "wavelet"))
-    path = figures.hurst_figure(report, c.path("hurst"))
-    c.figure(path, "Hurst exponent of the 10 ms byte series: variance-time, R/S pox plot, "
-                   "wavelet logscale diagram.")
+    path = figures.hurst_figure(report, c.path("hurst"), bin_s=BIN_S)
+    c.figure(path, "Hurst exponent of the byte series in 10 ms bins: variance-time, R/S pox "
+                   "plot, wavelet logscale diagram (block lengths in seconds).")
     for method, result in report.results.items():
-        c.row(f"Hurst H ({method})", result.H)
+        c.row(f"Hurst H ({method})", result.H, quality=hurst_quality(result.H, report.n, method))
     if report.warning:
-        c.warnings.append(report.warning)
+        c.row("Hurst spread", report.spread,
+              quality=Quality([Flag("disagree", report.warning)]))
 
 
 def _levels(c, x):
     from traceflow.stats.levels import analyze_levels
+    from traceflow.stats.quality import levels_quality
     from traceflow.stats.series import block_sums
 
     for scale in LEVEL_SCALES_S:
@@ -270,6 +316,8 @@ def _levels(c, x):
     path = figures.levels_figure(analysis, c.path("levels"))
     c.figure(path, f"Pr{{L2 | L1}} of consecutive {scale:g} s blocks (quantile map, h = "
                    f"{LEVELS_H}); white: E[L2 | L1].")
+    c.row("level blocks", int(blocks.size), note=f"{scale:g} s blocks, h = {LEVELS_H}",
+          quality=levels_quality(int(analysis.table[:, :-1].sum()), LEVELS_H))
 
 
 def _dispersion(c, counts):
@@ -285,8 +333,11 @@ def _dispersion(c, counts):
 # -- predicted vs measured ---------------------------------------------------------------------
 
 def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacity_bps=None):
-    """The ``traceflow.compare`` table of two sides and its figures; ``(section, result dict)``."""
+    """The ``traceflow compare`` table of two sides and its figures; ``(section, result dict)``.
+    The rows read as in the terminal (:mod:`traceflow.report.comparison`): what each value is,
+    its unit, pass / FAIL / n/a, and a small table per list-valued metric."""
     from traceflow import compare
+    from traceflow.report import comparison
 
     m = compare.load_side(measured, capacity_bps=capacity_bps)
     p = compare.load_side(predicted, capacity_bps=capacity_bps)
@@ -295,12 +346,9 @@ def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacit
         m.capacity_bps, p.capacity_bps = m.capacity_bps or cap, p.capacity_bps or cap
     with np.errstate(divide="ignore", invalid="ignore"):
         result = compare.compare(m, p, tolerances)
-    rows = []
-    for name, metric in result["metrics"].items():
-        rows.append({"metric": name, "measured": _scalar(metric["measured"]),
-                     "predicted": _scalar(metric["predicted"]), "error": metric["error"],
-                     "measure": metric["measure"], "tolerance": metric["tolerance"],
-                     "pass": metric["pass"]})
+    rows = comparison.rows(result)
+    for row, metric in zip(rows, result["metrics"].values()):
+        row["pass"] = metric["pass"]  # drives the row's colour; n/a stays uncoloured
     c = _Collector(out_dir, "compare")
     c.attempt("series comparison", _compare_series, c, m, p)
     c.attempt("FCT comparison", _compare_fct, c, result)
@@ -309,23 +357,14 @@ def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacit
               "transfer size (bytes)", "CCDF of complete transfer sizes, measured and predicted.")
     c.attempt("RTT comparison", _compare_ccdfs, c, m, p, "rtt", "rtt", "handshake RTT (s)",
               "CCDF of handshake RTTs (SYN to final ACK), measured and predicted.")
-    passed = sum(r["pass"] for r in rows)
     text = (f"Measured: {m.source} ({m.kind}). Predicted: {p.source} ({p.kind}). "
-            f"{passed} of {len(rows)} metrics within tolerance.")
+            f"{comparison.summary_line(result)}.")
+    tables = [Table(rows, columns=comparison.COLUMNS, verdict="pass")]
+    tables += [Table(detail_rows, caption=title, columns=columns)
+               for title, columns, detail_rows in comparison.detail_tables(result).values()]
     section = Section("Predicted vs measured", text, figures=c.figures, warnings=c.warnings,
-                      tables=[Table(rows, columns=["metric", "measured", "predicted", "error",
-                                                   "measure", "tolerance", "pass"],
-                                    verdict="pass")])
+                      tables=tables)
     return section, result
-
-
-def _scalar(value):
-    """A table cell for a metric side: medians of distributions, lengths of curves."""
-    if isinstance(value, dict):
-        return value.get("median", math.nan)
-    if isinstance(value, list):
-        return f"[{len(value)} values]"
-    return value
 
 
 def _compare_series(c, m, p):

@@ -13,6 +13,7 @@ dies takes its tasks with it; they are resubmitted (the local pool is rebuilt, D
 them by itself), and a task fails only after three such deaths. Results never depend on which worker ran a task or in which order tasks finished.
 """
 import contextlib
+import dataclasses
 import glob
 import logging
 import multiprocessing
@@ -22,6 +23,7 @@ import signal
 import sys
 import traceback
 import uuid
+import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -29,7 +31,7 @@ from pathlib import Path
 
 import click
 
-from traceflow.errors import TraceflowError
+from traceflow.errors import TraceflowError, TraceflowWarning, warn
 from traceflow.lifeline import die_with_parent
 
 EXECUTORS = ("local", "dask")
@@ -117,16 +119,37 @@ def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, ret
     items = list(items)
     check_executor(executor, workers, scheduler)
     total = len(items) + done if total is None else total
+    remote = True
     if executor == "dask":
-        outcomes = _iter_dask(fn, items, workers, scheduler, retries, label)
+        outcomes = _iter_dask(_Warned(fn), items, workers, scheduler, retries, label)
     elif (workers or default_workers()) == 1 or len(items) <= 1:
-        outcomes = _iter_inline(fn, items, retries)
+        outcomes, remote = _iter_inline(fn, items, retries), False
     else:
-        outcomes = _iter_pool(fn, items, workers or default_workers(), retries)
+        outcomes = _iter_pool(_Warned(fn), items, workers or default_workers(), retries)
     with progress_bar(total, label=label, enabled=progress and bool(items), done=done) as bar:
         for outcome in outcomes:
             bar.update(1)
+            if remote and outcome.ok:
+                value, messages = outcome.value
+                for message in messages:
+                    warn(message)
+                outcome = dataclasses.replace(outcome, value=value)
             yield outcome
+
+
+@dataclass(frozen=True)
+class _Warned:
+    """``fn`` run in a worker process: returns ``(value, messages)`` with the messages of the
+    :class:`~traceflow.errors.TraceflowWarning` s it issued, which the parent issues again (a
+    worker's stderr is not the user's one-line channel)."""
+
+    fn: object
+
+    def __call__(self, item):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TraceflowWarning)
+            value = self.fn(item)
+        return value, [str(w.message) for w in caught if issubclass(w.category, TraceflowWarning)]
 
 
 def map_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retries=0,

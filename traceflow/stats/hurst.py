@@ -164,12 +164,14 @@ def rescaled_range(x, *, d_min=16, min_blocks=4, points=20, pox_blocks=32,
         walk -= np.arange(1, d + 1)[None, :] * means[:, None]
         R = np.maximum(walk.max(axis=1), 0) - np.minimum(walk.min(axis=1), 0)
         S = np.sqrt(np.maximum((cs2[d: k * d + 1: d] - cs2[0: k * d: d]) / d - means ** 2, 0))
-        ok = S > 0
+        # R/S is undefined on a constant block (an idle stretch of a link: all zeros). Its S from
+        # the running sums is rounding noise, not 0, and would put R/S near 1e-8: test the
+        # block's values themselves instead.
+        ok = np.ptp(x[: k * d].reshape(k, d), axis=1) > 0
         rs = R[ok] / S[ok]
         mean_rs[i] = rs.mean() if rs.size else np.nan
         pick = np.unique(np.linspace(0, rs.size - 1, min(pox_blocks, rs.size)).astype(int)) if rs.size else []
         shown = rs[pick]
-        shown = shown[shown > 0]  # a flat block (R = 0) has no point on the log-log pox plot
         pox_x.append(np.full(shown.size, np.log10(d)))
         pox_y.append(np.log10(shown))
     keep = np.isfinite(mean_rs) & (mean_rs > 0)
@@ -383,11 +385,19 @@ class HurstReport:
     spread: float
     warning: str | None
 
+    def quality(self):
+        """:func:`traceflow.stats.quality.hurst_report_quality`: H outside (0, 1), too few
+        samples, methods disagreeing."""
+        from traceflow.stats.quality import hurst_report_quality
+
+        return hurst_report_quality(self)
+
     def summary(self) -> dict:
         out = {"n": self.n, "methods": {k: r.summary() for k, r in self.results.items()},
                "spread": self.spread, "margin": DISAGREEMENT_MARGIN}
         if self.warning:
             out["warning"] = self.warning
+        out["quality"] = self.quality().to_dict()
         return out
 
 

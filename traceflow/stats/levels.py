@@ -172,6 +172,14 @@ class LevelAnalysis:
         self.marginal = np.bincount(self.levels - 1, minlength=self.h) / max(self.levels.size, 1)
         self.summary = predictability(self.table)
 
+    def quality(self):
+        """:func:`traceflow.stats.quality.levels_quality` of the table: too few transitions
+        for its h x h cells."""
+        from traceflow.stats.quality import levels_quality
+
+        return levels_quality(int(self.table[:, :-1].sum()), self.h,
+                              "use fewer --levels or a shorter --scale")
+
     def to_dict(self):
         """JSON-ready summary (lists; NaN stays NaN for the CLI's JSON cleaner)."""
         return {
@@ -179,7 +187,7 @@ class LevelAnalysis:
             "blocks": int(self.x.size), "edges": self.edges.tolist(),
             "condprob": self.table.tolist(), "prob": self.prob.tolist(),
             "cond_mean": self.cond_mean.tolist(), "marginal": self.marginal.tolist(),
-            "predictability": self.summary,
+            "predictability": self.summary, "quality": self.quality().to_dict(),
         }
 
 

@@ -1,9 +1,9 @@
 """Packets → binned link time series, aggregation to coarser scales, and loading of 1-D inputs.
 
 A *series* is a Polars frame ``t`` (bin start, timestamp[ns]), ``bytes`` (int64), ``packets``
-(int64), one row per bin of a fixed width, empty bins included as zeros. Bins are aligned to
-integer multiples of the bin width since the epoch (so two captures of the same period bin alike),
-and all arithmetic on time is integer nanoseconds.
+(int64), one row per bin of a fixed width, empty bins included as zeros. Bins start at the first
+packet (or at a given ``start``, to bin two captures of the same period alike), so a series at any
+bin width covers the same span, and all arithmetic on time is integer nanoseconds.
 
 Bytes are IP bytes (``ip_len``, correct for snaplen-truncated captures); non-IP packets count their
 ``wirelen``. ``size="wirelen"`` counts link-layer frame lengths instead.
@@ -112,14 +112,13 @@ def address_mask(column: pa.ChunkedArray | pa.Array, cidr: str) -> np.ndarray:
     return ok & valid
 
 
-def select_packets(packets, direction: str | None = None, filter: str | None = None) -> pl.DataFrame:
-    """Apply a ``direction`` (``src:CIDR`` / ``dst:CIDR``) and a SQL ``filter`` to a packets table."""
-    df = _as_frame(packets)
-    if filter:
-        try:
-            df = df.filter(pl.sql_expr(filter))
-        except Exception as exc:  # Polars raises several types for SQL syntax/column errors
-            raise TraceflowError(f"bad --filter {filter!r}: {str(exc).splitlines()[0]}") from exc
+def select_packets(packets, direction: str | None = None, filter: str | None = None,
+                   proto: str | None = None) -> pl.DataFrame:
+    """Apply a ``direction`` (``src:CIDR`` / ``dst:CIDR``), a SQL ``filter`` and ``proto``
+    (``tcp``/``udp``; :mod:`traceflow.selection`) to a packets table."""
+    from traceflow.selection import select_rows
+
+    df = select_rows(_as_frame(packets), filter, proto)
     if direction:
         side, sep, cidr = direction.partition(":")
         if not sep or side not in ("src", "dst"):
@@ -131,58 +130,17 @@ def select_packets(packets, direction: str | None = None, filter: str | None = N
     return df
 
 
-def link_series(packets, bin="10ms", direction=None, filter=None, *, size="ip_len",
+def link_series(packets, bin="10ms", direction=None, filter=None, *, proto=None, size="ip_len",
                 start=None, end=None) -> pl.DataFrame:
     """Bytes and packets per bin of width ``bin`` (a duration string or int ns).
 
     ``start`` / ``end`` (timestamp-like or int ns) fix the covered range — useful to compare two
-    series over the same period; by default it runs from the bin holding the first packet to the
-    bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins are zeros.
+    series over the same period; by default it runs from the first packet (the first bin starts
+    there) to the bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins
+    are zeros.
     """
     width = parse_duration(bin)
-    ts, sizes = _times_and_sizes(select_packets(packets, direction, filter), size)
-    lo = _ns(start) if start is not None else (int(ts.min()) if ts.size else None)
-    hi = _ns(end) if end is not None else (int(ts.max()) + 1 if ts.size else None)
-    if lo is None or hi is None or hi <= lo:
-        return pl.DataFrame(schema=SERIES_SCHEMA)
-    first = (lo // width) * width
-    nbins = -(-(hi - first) // width)
-    keep = (ts >= lo) & (ts < hi)
-    idx = (ts[keep] - first) // width
-    counts = np.bincount(idx, minlength=nbins)
-    # float64 partial sums of integers are exact below 2**53 bytes per bin (9 PB): cast back losslessly
-    byte_sums = np.bincount(idx, weights=sizes[keep], minlength=nbins).astype(np.int64)
-    return _series_frame(first, width, byte_sums, counts)
-
-
-def stream_series(batches, bin="10ms", direction=None, filter=None, *, size="ip_len"):
-    """:func:`link_series` of packets that come as record batches (pyarrow or Polars, any order
-    of time): each batch is selected and binned on its own into per-bin totals that grow at
-    either end as needed, so memory is one batch plus the bins, whatever the capture's length."""
-    width = parse_duration(bin)
-    first, counts, byte_sums = None, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    for batch in batches:
-        ts, sizes = _times_and_sizes(select_packets(batch, direction, filter), size)
-        if ts.size == 0:
-            continue
-        lo, hi = int(ts.min()) // width, int(ts.max()) // width
-        if first is None:
-            first = lo
-        grow_front, grow_back = max(first - lo, 0), max(hi - (first + counts.size - 1), 0)
-        if grow_front or grow_back:
-            counts = np.pad(counts, (grow_front, grow_back))
-            byte_sums = np.pad(byte_sums, (grow_front, grow_back))
-            first -= grow_front
-        idx = ts // width - first
-        counts += np.bincount(idx, minlength=counts.size)
-        byte_sums += np.bincount(idx, weights=sizes, minlength=counts.size).astype(np.int64)
-    if first is None:
-        return pl.DataFrame(schema=SERIES_SCHEMA)
-    return _series_frame(first * width, width, byte_sums, counts)
-
-
-def _times_and_sizes(df, size):
-    """Timestamps (int ns) and sizes (bytes, as ``size`` says) of the packets ``df``."""
+    df = select_packets(packets, direction, filter, proto)
     if "ts" not in df.columns:
         raise InputFormatError("packets table has no 'ts' column")
     ts = df.get_column("ts").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
@@ -193,11 +151,19 @@ def _times_and_sizes(df, size):
         sizes = df.get_column("wirelen").cast(pl.Int64)
     else:
         raise InputFormatError(f"packets table has no {size!r} column")
-    return ts, sizes.fill_null(0).to_numpy()
-
-
-def _series_frame(first, width, byte_sums, counts):
-    t = first + width * np.arange(counts.size, dtype=np.int64)
+    sizes = sizes.fill_null(0).to_numpy()
+    lo = _ns(start) if start is not None else (int(ts.min()) if ts.size else None)
+    hi = _ns(end) if end is not None else (int(ts.max()) + 1 if ts.size else None)
+    if lo is None or hi is None or hi <= lo:
+        return pl.DataFrame(schema=SERIES_SCHEMA)
+    first = lo
+    nbins = -(-(hi - first) // width)
+    keep = (ts >= lo) & (ts < hi)
+    idx = (ts[keep] - first) // width
+    counts = np.bincount(idx, minlength=nbins)
+    # float64 partial sums of integers are exact below 2**53 bytes per bin (9 PB): cast back losslessly
+    byte_sums = np.bincount(idx, weights=sizes[keep], minlength=nbins).astype(np.int64)
+    t = first + width * np.arange(nbins, dtype=np.int64)
     return pl.DataFrame({"t": t, "bytes": byte_sums, "packets": counts.astype(np.int64)}).with_columns(
         pl.col("t").cast(pl.Datetime("ns")))
 
@@ -317,25 +283,9 @@ def is_timed(path) -> bool:
     return {"ts", "wirelen"} <= cols or {"t", "bytes", "packets"} <= cols
 
 
-def packet_batches(path, *, direction=None, filter=None, batch_size=1 << 16):
-    """The packets of a capture or packets table in batches, with only the columns
-    :func:`stream_series` needs (all of them for a SQL ``filter``, which may name any)."""
-    if table_kind(path) == "capture":
-        from traceflow.pcap.reader import iter_batches  # lazy: the decoder is heavy
-
-        yield from iter_batches(path, batch_size=batch_size)
-        return
-    import pyarrow.parquet as pq
-
-    names = table_columns(path)
-    wanted = ["ts", "ip_len", "wirelen"] + ([direction.partition(":")[0]] if direction else [])
-    columns = None if filter else [c for c in wanted if c in names]
-    with pq.ParquetFile(path) as f:
-        yield from f.iter_batches(batch_size=batch_size, columns=columns)
-
-
 def read_packets(path) -> pl.DataFrame:
-    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame."""
+    """Packets of a capture (via :func:`traceflow.pcap.reader.read_packets`) as a Polars frame
+    (``traceflow.load_packets``)."""
     from traceflow.pcap.reader import read_packets as _read  # lazy: the decoder is heavy
 
     return _as_frame(_read(path))
@@ -366,7 +316,7 @@ class LoadedSeries:
     frame: pl.DataFrame | None = field(default=None, repr=False)
 
 
-def load_series(path, *, column=None, bin=None, direction=None, filter=None,
+def load_series(path, *, column=None, bin=None, direction=None, filter=None, proto=None,
                 default_bin="10ms", default_column="bytes") -> LoadedSeries:
     """Load a 1-D series from a capture, a packets table, a series table, or any table + column.
 
@@ -382,14 +332,15 @@ def load_series(path, *, column=None, bin=None, direction=None, filter=None,
         df = read_table(path)
         kind = "packets" if is_packets(df) else "series" if is_series(df) else "table"
     if kind in ("capture", "packets"):
-        frame = link_series(df, bin or default_bin, direction, filter)
+        frame = link_series(df, bin or default_bin, direction, filter, proto=proto)
         col = column or default_column
         if col not in ("bytes", "packets"):
             raise TraceflowError(f"--column for a capture or packets table is bytes or packets, not {col!r}")
         return LoadedSeries(frame.get_column(col).to_numpy().astype(np.float64),
                             parse_duration(bin or default_bin), col, kind, frame)
-    if direction or filter:
-        raise TraceflowError("--direction/--filter apply to captures and packets tables only", path=path)
+    if direction or filter or proto:
+        raise TraceflowError("--direction/--filter/--proto apply to captures and packets tables "
+                             "only", path=path)
     if kind == "series":
         frame = df.select("t", "bytes", "packets").with_columns(pl.col("t").cast(pl.Datetime("ns")))
         width = bin_width(frame) if frame.height > 1 else None
@@ -418,3 +369,6 @@ def column_values(df: pl.DataFrame, column: str, *, path=None) -> np.ndarray:
     elif not s.dtype.is_numeric() and s.dtype != pl.Boolean:
         raise InputFormatError(f"column {column!r} is {s.dtype}, not numeric", path=path)
     return s.drop_nulls().cast(pl.Float64).to_numpy()
+
+
+load_packets = read_packets

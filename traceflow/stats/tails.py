@@ -410,6 +410,14 @@ class TailReport:
     bootstrap: dict | None = None
     dropped: int = 0
 
+    def quality(self):
+        """:func:`traceflow.stats.quality.tail_quality` of the Pareto fit: too few tail points,
+        rejected by its KS or bootstrap test, an alternative preferred."""
+        from traceflow.stats.quality import tail_quality
+
+        return tail_quality(self.pareto.n_tail, self.pareto.ks,
+                            bootstrap_p=(self.bootstrap or {}).get("p"), lr=self.lr)
+
     def summary(self) -> dict:
         out = self.pareto.summary()
         out["hill"] = self.hill.summary()
@@ -418,6 +426,7 @@ class TailReport:
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap
         out["dropped_nonpositive"] = self.dropped
+        out["quality"] = self.quality().to_dict()
         return out
 
 

@@ -8,24 +8,10 @@ import re
 from dataclasses import asdict, dataclass
 
 from traceflow.errors import TraceflowError
-from traceflow.stats.series import parse_duration
-
-_RATE_UNITS = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3, "m": 1e6,
-               "mbit": 1e6, "mbps": 1e6, "g": 1e9, "gbit": 1e9, "gbps": 1e9}
+from traceflow.values import parse_rate
 
 SERVER_NET, CLIENT_NET = "10.201.1", "10.201.2"   # inside the run's own namespaces only
 SERVER_PORT = 9000
-
-
-def parse_rate(text):
-    """Bit/s of ``1.5Mbit``, ``1500kbit``, ``10mbps`` or a bare number (bit/s)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _RATE_UNITS:
-        raise TraceflowError(f"not a rate: {text!r} (use e.g. 1.5Mbit, 1500kbit, 10Mbit)")
-    rate = float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
-    if rate < 8000:
-        raise TraceflowError(f"rate must be at least 8kbit: {text!r}")
-    return int(round(rate))
 
 
 def parse_buffer(text):
@@ -36,17 +22,12 @@ def parse_buffer(text):
     return int(m.group(1)), "bytes" if m.group(2) == "B" else "packets"
 
 
-def parse_rtts(text):
-    """RTT classes in seconds from ``10ms,60ms,180ms`` (``0`` means no added delay)."""
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if part in ("0", "0ms", "0s"):
-            out.append(0.0)
-        elif part:
-            out.append(parse_duration(part) / 1e9)
+def rtt_classes(durations_ns):
+    """RTT classes in seconds from round-trip delays in ns (``--rtt 10ms,60ms,180ms``; 0 means
+    no added delay)."""
+    out = tuple(d / 1e9 for d in durations_ns)
     if not out:
-        raise TraceflowError(f"no RTT in {text!r} (use e.g. 10ms,60ms,180ms)")
+        raise TraceflowError("no RTT given (use e.g. --rtt 10ms,60ms,180ms)")
     if len(out) > 200:
         raise TraceflowError(f"at most 200 RTT classes, got {len(out)}")
     return out
@@ -64,7 +45,7 @@ class Params:
     alpha: float = 1.35
     mean: float = 4100.0
     idle: float = 1.0
-    rate: int = parse_rate("1.5Mbit")   # bit/s, spelled as the CLI default
+    rate: int = int(parse_rate("1.5Mbit"))   # bit/s, spelled as the CLI default
     buffer: int = 6000
     buffer_unit: str = "bytes"
     rtt: tuple = (0.0,)
@@ -77,6 +58,8 @@ class Params:
     snaplen: int = 96
 
     def __post_init__(self):
+        if self.rate < 8000:  # HTB's rate table ends there
+            raise TraceflowError(f"--rate must be at least 8kbit, got {self.rate} bit/s")
         if self.clients < 1:
             raise TraceflowError(f"--clients must be at least 1, got {self.clients}")
         if self.alpha <= 1.0:

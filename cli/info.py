@@ -1,0 +1,67 @@
+"""``traceflow info CAPTURE...``: what a capture holds, at a glance (as capinfos)."""
+import click
+
+from traceflow.cli.options import echo_json, json_option
+
+
+@click.command("info")
+@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--decoder", type=click.Choice(["fast", "dpkt"]), default="fast", show_default=True,
+              help="Cython decoder or the dpkt reference.")
+@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+              help="Malformed records: stop with an error, or skip and count them.")
+@json_option
+def command(captures, decoder, on_error, as_json):
+    """Summarize each CAPTURE (pcap/pcapng, optionally .gz/.zst): format, link types, packets,
+    bytes (the frames' original lengths, capinfos' data size), time span in UTC, protocols, TCP
+    connections and truncation.
+
+    \b
+    Examples:
+      traceflow info trace.pcap
+      traceflow info captures/*.pcap* --json
+    """
+    from traceflow.pcap.info import capture_info
+
+    infos = [capture_info(path, decoder=decoder, on_error=on_error) for path in captures]
+    if as_json:
+        echo_json(infos if len(infos) > 1 else infos[0])
+        return
+    for i, info in enumerate(infos):
+        if i:
+            click.echo()
+        click.echo(format_info(info))
+
+
+def format_info(info):
+    """The text block of one :func:`traceflow.pcap.info.capture_info` summary."""
+    from traceflow import units
+
+    compression = f", {info['compression']}-compressed" if info["compression"] else ""
+    types = ", ".join(f"{v['name']} ({k}): {v['records']:,}" for k, v in info["linktypes"].items())
+    p, tcp, cut = info["protocols"], info["tcp"], info["truncation"]
+    lines = [
+        f"file:          {info['file']} ({units.size(info['file_bytes'])})",
+        f"format:        {info['format']}{compression}, {info['interfaces']} interface"
+        f"{'s' * (info['interfaces'] != 1)}",
+        f"link types:    {types or 'none'}",
+        f"packets:       {info['records']:,} ({info['packets']:,} decoded)",
+        f"bytes:         {info['bytes']:,} on the wire ({units.size(info['bytes'])}), "
+        f"{info['captured_bytes']:,} captured",
+        f"first packet:  {units.timestamp(info['first_ns'])}",
+        f"last packet:   {units.timestamp(info['last_ns'])}",
+        f"duration:      {units.duration(info['duration_s'])}"
+        + ("" if info["time_ordered"] else " (timestamps out of order)"),
+        f"mean rate:     " + (units.rate(8 * info["bytes"] / info["duration_s"])
+                              if info["duration_s"] else "n/a"),
+        f"protocols:     IPv4 {p['ipv4']:,}, IPv6 {p['ipv6']:,}, TCP {p['tcp']:,}, "
+        f"UDP {p['udp']:,}, ICMP {p['icmp']:,}, non-IP {p['other']:,}",
+        f"TCP:           {tcp['connections']:,} connections, {tcp['syn']:,} with a SYN, "
+        f"{tcp['complete_handshakes']:,} complete handshakes",
+        f"truncation:    {cut['snaplen_cut']:,} packets cut to the snapshot length; last record "
+        + (f"cut short ({cut['last_record_cut_bytes']} bytes)" if cut["last_record_cut_bytes"]
+           else "complete")
+        + (f"; {cut['skipped_records']:,} malformed records skipped" if cut["skipped_records"]
+           else ""),
+    ]
+    return "\n".join(lines)
