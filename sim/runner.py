@@ -165,14 +165,15 @@ class Built:
             first = rows.members[i][0] if rows is not None else -1
             if rows is not None and np.isfinite(rows.rtt[first]):
                 # the flow's RTT beyond the topology's, split between the two ends as the
-                # trace saw it on either side of its capture point (sender = server); the
-                # trace's handshake RTT holds its packets' transmission times, which the
+                # trace saw it on either side of its capture point (sender = server); a
+                # measured handshake RTT holds its packets' transmission times, which the
                 # simulated links add again (bottleneck capture: the SYN/ACK on every hop, the
                 # SYN and the ACK on the reverse hops, all header-only); a session keeps its
                 # first transfer's path (one client, one path)
-                hdr = sc.simulation.tcp_header
-                tx = (path_transmission(self.net, self.nxt, si, di, hdr)
-                      + path_transmission(self.net, self.nxt, di, si, hdr))
+                if g.rtt_measured:
+                    hdr = sc.simulation.tcp_header
+                    tx = (path_transmission(self.net, self.nxt, si, di, hdr)
+                          + path_transmission(self.net, self.nxt, di, si, hdr))
                 added = max(0.0, rows.rtt[first] - 2 * one_way - tx)
                 share = (rows.share[first] if rows.share is not None
                          and np.isfinite(rows.share[first]) else 0.5)

@@ -148,6 +148,10 @@ class Traffic:
     on: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform on period [lo, hi], s")
     off: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform idle [lo, hi], s")
     table: str = _meta("", doc="trace: Parquet/CSV flows table (start, size; optional rtt, request, server_share)")
+    rtt_measured: bool = _meta(False, doc="trace: the table's rtt is a measured handshake RTT, "
+                                          "which holds the handshake packets' transmission times "
+                                          "(the simulated links add them again; false: rtt is a "
+                                          "propagation RTT)")
 
     def validate(self, path):
         for name in ("on", "off"):

@@ -297,7 +297,8 @@ def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, 
         raise ScenarioError("topology.kind: replays use the dumbbell topology")
     merged["topology"]["bottleneck"]["pcap"] = True
     merged.setdefault("traffic", [])
-    merged["traffic"] = list(merged["traffic"]) + [{"kind": "trace", "src": "l*", "dst": "r*"}]
+    merged["traffic"] = list(merged["traffic"]) + [{"kind": "trace", "src": "l*", "dst": "r*",
+                                                    "rtt_measured": True}]
     return merged
 
 
