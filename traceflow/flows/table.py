@@ -620,7 +620,7 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
         nonlocal writer, written
         chunk = chunk.with_columns(flow_id=pl.col("flow_id") + first, source=pl.lit(name))
         table = chunk.to_arrow()
-        writer = writer or pq.ParquetWriter(tmp, table.schema)
+        writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
         writer.write_table(table)
         kept.append(chunk.select(columns))
         written += chunk.height
@@ -636,7 +636,8 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
                     late = pl.col("flow_id") >= first
                     table = pl.concat([table.filter(~late), _resorted(table.filter(late))
                                       .with_columns(flow_id=pl.col("flow_id") + first)])
-                    writer = pq.ParquetWriter(tmp, table.to_arrow().schema)
+                    writer = pq.ParquetWriter(tmp, table.to_arrow().schema,
+                                              compression="zstd")
                     writer.write_table(table.to_arrow())
                     kept = [table.select(columns)]
         finally:
