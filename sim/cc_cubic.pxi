@@ -100,6 +100,10 @@ cdef class Cubic(CongestionOps):
         w = cwnd * self.beta // 1024
         return <double>(w if w > 2 else 2)
 
+    cdef double cwnd_on_fast_loss(self, TcpSender s) except? -1:
+        # integer windows: classic recovery (recovery = "classic") holds the new ssthresh
+        return s.ssthresh
+
     cdef int on_ack(self, TcpSender s, int64_t newly, int64_t now) except -1:
         if not s.is_cwnd_limited():
             return 0

@@ -22,3 +22,7 @@ cdef class RenoLinux(CongestionOps):
     cdef double ssthresh_on_loss(self, TcpSender s) except? -1:
         cdef double w = floor(s.cwnd / 2.0)
         return w if w > 2.0 else 2.0
+
+    cdef double cwnd_on_fast_loss(self, TcpSender s) except? -1:
+        # integer windows: classic recovery (recovery = "classic") holds the new ssthresh
+        return s.ssthresh

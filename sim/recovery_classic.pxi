@@ -1,7 +1,7 @@
 # Classic (ns-2 one-way TCP) loss recovery, selected per flavor by ``cc.recovery``:
 #   Tahoe    fast retransmit on 3 dupacks, then slow start from cwnd 1 (go-back-N)
-#   Reno     fast retransmit + fast recovery (cwnd = ssthresh + 3, +1 per dupack); the first
-#            new ACK ends recovery
+#   Reno     fast retransmit + fast recovery (cwnd = W/2 + 3, +1 per dupack; ssthresh = floor(W/2));
+#            the first new ACK ends recovery with cwnd = W/2 unrounded, as ns-2's slowdown()
 #   NewReno  RFC 6582: a partial ACK retransmits the next hole and stays in recovery
 # Timeouts go back N with exponential backoff. RTT: one timed segment per RTT (Karn) feeds
 # Jacobson/Karels, or every ACK's timestamp echo (rtt_per_ack); congestion control and hooks
@@ -21,7 +21,7 @@ cdef class ClassicRecovery(RecoveryOps):
                 s._rtt_sample(now - p.ts, now)
             if s.rtt_seq >= 0 and ack > s.rtt_seq:
                 if not s.rtt_per_ack:
-                    s._rto_update(now - s.rtt_ts)
+                    s._rto_update(now - s.rtt_ts, s.rtt_ts)
                 s.rtt_seq = -1
             self._new_ack(s, ack, newly, now)
         elif ack == s.snd_una and s.snd_max > s.snd_una:
@@ -53,7 +53,10 @@ cdef class ClassicRecovery(RecoveryOps):
                 s.send_much(now)
                 return 0
             s.in_recovery = False
-            s.cwnd = s.ssthresh
+            # the cut window stays in force (ns-2: dupwnd_ = 0, cwnd_ untouched), or less if
+            # NewReno's partial ACKs deflated below it
+            if s.cwnd > s.recovery_cwnd:
+                s.cwnd = s.recovery_cwnd
         # window growth on every new ACK, including the one that ends fast recovery (as ns-2)
         s.cc.on_ack(s, newly, now)
         s.snd_una = ack
@@ -65,7 +68,8 @@ cdef class ClassicRecovery(RecoveryOps):
         if s.snd_una >= s.n_seg:
             s._all_acked(now)
             return 0
-        if s.snd_una < s.snd_max:
+        if s.snd_una < s.snd_max or s.cwnd < 1.0:
+            # as ns-2 newtimer(): a window below one segment sends nothing, so the timer must run
             s._timer_set(now + s._rto_value(), TMR_RTO)
         else:
             s._timer_stop()
@@ -73,6 +77,8 @@ cdef class ClassicRecovery(RecoveryOps):
 
     cdef int _dup_ack(self, TcpSender s, int64_t now) except -1:
         cdef int rec = s.cc.recovery
+        if rec == RECOVERY_CC:
+            return s.cc.on_dupack(s, now)
         s.dupacks += 1
         if s.in_recovery:
             s.cwnd += 1.0
@@ -90,6 +96,7 @@ cdef class ClassicRecovery(RecoveryOps):
             return 0
         s.sim.flows[s.flow].fast_retx += 1
         s.ssthresh = s.cc.ssthresh_on_loss(s)
+        s.recovery_cwnd = s.cc.cwnd_on_fast_loss(s)
         s.recover = s.snd_max
         s.cc.on_loss(s, False, now)
         if s.hook is not None:
@@ -101,10 +108,12 @@ cdef class ClassicRecovery(RecoveryOps):
             s._timer_set(now + s._rto_value(), TMR_RTO)
             s.send_much(now)
         else:
-            s.retransmit(s.snd_una, now)
-            s.cwnd = s.ssthresh + 3.0
+            # the window is cut before the retransmission leaves (ns-2's dupack_action: slowdown,
+            # then output), so hooks sampling at the send see the cut window
+            s.cwnd = s.recovery_cwnd + 3.0
             s.in_recovery = True
             s.partial_acked = False
+            s.retransmit(s.snd_una, now)
             s._timer_set(now + s._rto_value(), TMR_RTO)
             s.send_much(now)
 
@@ -112,12 +121,13 @@ cdef class ClassicRecovery(RecoveryOps):
         s._count_timeout()
         if s.backoff < 64:
             s.backoff *= 2
-        if s.state != TCP_ESTABLISHED or s.snd_una >= s.snd_max:
+        s._ns2_backoff()
+        if s.state != TCP_ESTABLISHED or (s.snd_una >= s.snd_max and s.cwnd >= 1.0):
             return 0
-        if s.in_recovery and s.cwnd > s.ssthresh:
+        if s.in_recovery and s.cwnd > s.recovery_cwnd:
             # halve the window in force, not the one inflated by dupacks (ns-2 keeps the inflation
             # apart, in dupwnd_, and clears it before the timeout's slowdown)
-            s.cwnd = s.ssthresh
+            s.cwnd = s.recovery_cwnd
         s.ssthresh = s.cc.ssthresh_on_loss(s)
         s.cwnd = 1.0
         s.in_recovery = False

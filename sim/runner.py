@@ -28,7 +28,7 @@ from .topology import build_network, path_delay, path_transmission, routes
 NS = 1_000_000_000
 
 # spawn_key namespaces of the random streams
-_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES, _RNG_JIFFY = range(7)
+_RNG_LINK, _RNG_QUEUE, _RNG_APP, _RNG_UDP, _RNG_HOOK, _RNG_SIZES, _RNG_JIFFY, _RNG_TICK = range(8)
 
 
 def _stream(seed, *key):
@@ -209,10 +209,14 @@ class Built:
         snd.handshake = t.handshake
         snd.rtt_per_ack = t.rtt_per_ack
         snd.limited_transmit = t.limited_transmit
+        snd.ns2_rto = t.ns2_rto
+        snd.precision_reduce = t.precision_reduce
+        if t.ns2_rto:  # ns-2's boot_time_: each agent's tick phase
+            snd.tick_phase = self._phase(_RNG_TICK, flow, snd.tick)
         snd.xi = t.xi
         snd.extra_delay = extra_ns[0]
         snd.linux_tcp = linux
-        snd.jiffy_phase = self._jiffy_phase(src, snd.tick)
+        snd.jiffy_phase = self._phase(_RNG_JIFFY, src.id, snd.tick)
         snd.ts_opt, snd.sack_ok = t.timestamps, t.sack
         snd.response_delay, snd.close_delay = _ns(t.response_delay), _ns(t.close_delay)
         snd.cc = t.build_cc()
@@ -225,7 +229,7 @@ class Built:
         sink.linux_tcp = linux
         sink.sack, sink.dsack, sink.ts_opt = t.sack, t.dsack, t.timestamps
         sink.tick = snd.tick
-        sink.jiffy_phase = self._jiffy_phase(dst, snd.tick)
+        sink.jiffy_phase = self._phase(_RNG_JIFFY, dst.id, snd.tick)
         sink.rto_bound = snd.min_rto
         self.sim.add_agent(snd)
         self.sim.add_agent(sink)
@@ -245,10 +249,11 @@ class Built:
             self.hooks.append((flow, t.hook.kind, hook))
         return snd, sink
 
-    def _jiffy_phase(self, node, tick):
-        """Where a host's kernel jiffies begin (ns in [0, tick)): hosts boot at random times,
-        so timers fire on each host's own grid."""
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_RNG_JIFFY, node.id)))
+    def _phase(self, kind, key, tick):
+        """A clock's phase, ns uniform in [0, tick): where a host's kernel jiffies begin
+        (``_RNG_JIFFY``, per node id: hosts boot at random times, so timers fire on each host's
+        own grid) or an ns-2 agent's ``boot_time_`` (``_RNG_TICK``, per flow)."""
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(kind, key)))
         return int(rng.integers(0, tick))
 
     def _udp_pair(self, flow, g, src, dst, extra_ns):

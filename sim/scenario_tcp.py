@@ -61,8 +61,17 @@ class VegasParams:
 
 @dataclass
 class RateParams:
-    a: float = _meta(1.0, gt=0)
-    b: float = _meta(0.002, gt=0, doc="seconds")
+    """TCP Rate's control law (Park & Tuan 2000, sec. 3.6.3, Table I), per ACK with an RTT sample:
+    dRTT < 0: cwnd += a xi / cwnd; dRTT > 0: cwnd -= (a xi / RTT) b tau; dRTT = 0: ``equal``."""
+    a: float = _meta(1.0, gt=0, doc="increase, segments per RTT (Reno's slope; TCP-MT scales it by xi)")
+    b: float = _meta(2.0, gt=0, doc="decrease per RTT relative to a, dimensionless (paper: 0 < a < b)")
+    tau: float = _meta(0.0, min=0, doc="packet spacing, s (0: the measured spacing of the two ACKs)")
+    equal: str = _meta("increase", choices=("increase", "hold", "decrease"),
+                       doc="action on equal consecutive RTT samples (Table I: dRTT >= 0 decreases)")
+
+    def validate(self, path):
+        if not self.b > self.a:
+            raise _err(f"{path}.b", "must be > a (Park & Tuan sec. 3.6.3: 0 < a < b)")
 
 
 @dataclass
@@ -98,6 +107,11 @@ class TcpConfig:
                                          "(default: one timed segment per RTT, as ns-2)")
     limited_transmit: bool = _meta(True, doc="RFC 3042 / ns-2 singledup_: one new segment on "
                                              "each of the first two duplicate ACKs")
+    ns2_rto: bool = _meta(False, doc="ns-2's RTO arithmetic: samples in whole ticks (random tick "
+                                     "phase per connection), srtt/rttvar in 1/8 and 1/4 ticks")
+    precision_reduce: bool = _meta(True, doc="ns-2 precisionReduce_: classic fast recovery cuts cwnd "
+                                             "to W/2 unrounded (ns-2's default since 2006), else to "
+                                             "its integer part (ns-2 before)")
     delayed_ack: bool | str = _meta(False, doc="false | true (every 2nd segment) | \"linux\"")
     delack_timeout: float = _meta(0.1, gt=0, doc="delayed-ACK timer; linux: ATO minimum")
     handshake: bool = _meta(True, doc="SYN / SYN-ACK before data")
@@ -164,7 +178,7 @@ register_cc("tahoe", lambda t: _sim().Tahoe(), ("ns2",))
 register_cc("reno", lambda t: _sim().Reno() if t.profile == "ns2" else _sim().RenoLinux())
 register_cc("newreno", lambda t: _sim().NewReno(), ("ns2",))
 register_cc("vegas", lambda t: _sim().Vegas(t.vegas.alpha, t.vegas.beta, t.vegas.gamma), ("ns2",))
-register_cc("rate", lambda t: _sim().Rate(t.rate.a, t.rate.b), ("ns2",))
+register_cc("rate", lambda t: _sim().Rate(t.rate.a, t.rate.b, t.rate.equal, t.rate.tau), ("ns2",))
 register_cc("cubic", _cubic)
 register_recovery("classic", lambda t: _sim().ClassicRecovery())
 register_recovery("sack_rack", lambda t: _sim().SackRack(t.frto, t.rack), needs_sack=True)

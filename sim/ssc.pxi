@@ -248,8 +248,12 @@ cdef class SSCHook(SenderHook):
     acknowledged (gamma, reliable throughput) go to ``core.block``; the returned slope becomes the
     sender's ``xi`` when ``ca`` (congestion-avoidance coupling). With ``ss`` (slow-start coupling)
     a timeout records the window in force before it under the current level and sets
-    ``ssthresh <- cwnd(L2hat)``. ``warmup`` ns after the first connection the core is enabled
-    (short-connection Cases II/III; 0 = enabled from the start unless ``core.enabled`` is False).
+    ``ssthresh <- cwnd(L2hat)``. The window in force is the congestion control's
+    ``window_in_force``: cwnd outside recovery, the cut window (not cwnd inflated by duplicate
+    ACKs) during fast recovery, at most rwnd; the hook samples it at every send and ACK, so at a
+    timeout it holds the last value before the sender's reset. ``warmup`` ns after the first
+    connection the core is enabled (short-connection Cases II/III; 0 = enabled from the start
+    unless ``core.enabled`` is False).
     ``active=False`` is the "off" mode: the module only observes and traces, never writes the
     sender, so the run is the plain flavor's run.
     """
@@ -260,7 +264,7 @@ cdef class SSCHook(SenderHook):
     cdef int64_t t_first, sent_bytes, acked_bytes
     cdef double last_cwnd
     cdef bint started
-    cdef list _t, _x, _gamma, _l1, _l2hat, _xi, _A
+    cdef list _t, _x, _gamma, _l1, _l2hat, _xi, _A, _timeouts
 
     def __init__(self, SSCCore core, int64_t period, bint ca=True, bint ss=True,
                  int64_t warmup=0, bint active=True, bint record=True):
@@ -274,26 +278,30 @@ cdef class SSCHook(SenderHook):
             core.enabled = False
         self._t, self._x, self._gamma, self._l1, self._l2hat, self._xi, self._A = (
             [], [], [], [], [], [], [])
+        self._timeouts = []
 
     cdef int on_conn_start(self, TcpSender s, int64_t now) except -1:
         if not self.started:
             self.started = True
             self.t_first = now
-        self.last_cwnd = s.cwnd
+        self.last_cwnd = s.cc.window_in_force(s)
 
     cdef int on_send(self, TcpSender s, int64_t nbytes, bint retx, int64_t now) except -1:
         self.sent_bytes += nbytes
-        self.last_cwnd = s.cwnd
+        self.last_cwnd = s.cc.window_in_force(s)
 
     cdef int on_ack(self, TcpSender s, int64_t acked_bytes, int64_t now) except -1:
         self.acked_bytes += acked_bytes
-        self.last_cwnd = s.cwnd
+        self.last_cwnd = s.cc.window_in_force(s)
 
     cdef int on_timeout(self, TcpSender s, int64_t now) except -1:
         # the sender already cut cwnd to 1: the window in force is the last one observed
+        cdef double own = s.ssthresh
         self.core.on_timeout(self.last_cwnd)
         if self.active and self.ss:
             s.ssthresh = self.core.ssthresh_for(s.ssthresh)
+        if self.record:
+            self._timeouts.append((now, self.core.L1, self.last_cwnd, own, s.ssthresh))
 
     cdef int on_timer(self, TcpSender s, int64_t now) except -1:
         cdef double xi
@@ -319,3 +327,10 @@ cdef class SSCHook(SenderHook):
                 "gamma": _np.array(self._gamma), "L1": _np.array(self._l1, dtype=_np.int64),
                 "L2hat": _np.array(self._l2hat), "xi": _np.array(self._xi),
                 "A": _np.array(self._A)}
+
+    def timeouts(self):
+        """Per-timeout record: t (ns), L1, the window in force remembered (segments), the
+        flavor's own new ssthresh and the ssthresh after the slow-start coupling."""
+        a = _np.array(self._timeouts, dtype=_np.float64).reshape(-1, 5)
+        return {"t": a[:, 0].astype(_np.int64), "L1": a[:, 1].astype(_np.int64), "window": a[:, 2],
+                "ssthresh_flavor": a[:, 3], "ssthresh": a[:, 4]}

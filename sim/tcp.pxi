@@ -10,6 +10,7 @@ cdef enum:
     RECOVERY_TAHOE = 0
     RECOVERY_RENO = 1
     RECOVERY_NEWRENO = 2
+    RECOVERY_CC = 3         # duplicate ACKs go to the congestion control (cc.on_dupack)
 
 cdef enum:
     TCP_IDLE = 0
@@ -90,6 +91,10 @@ cdef class TcpSender(Agent):
     cdef public bint handshake
     cdef public bint rtt_per_ack                # RTO estimator fed by every ACK (timestamps)
     cdef public bint limited_transmit           # RFC 3042: new data on the 1st and 2nd dupack
+    cdef public bint ns2_rto                    # ns-2's RTO arithmetic (whole ticks, fixed point)
+    cdef public bint precision_reduce           # ns-2 precisionReduce_: fast recovery's W/2 unrounded
+    cdef public int64_t tick_phase              # ns: ns-2's boot_time_, uniform in [0, tick)
+    cdef int64_t ns2_srtt, ns2_rttvar           # ns-2's t_srtt_ (1/8 tick), t_rttvar_ (1/4 tick)
     cdef public int64_t extra_delay             # one-way delay line in front of the host, ns
     cdef public double xi                       # congestion-avoidance slope: cwnd += xi/cwnd
     cdef public bint linux_tcp                   # Linux: option headers, RTT estimator, jiffies
@@ -117,6 +122,8 @@ cdef class TcpSender(Agent):
     cdef public double cwnd, ssthresh
     cdef readonly int64_t dupacks, recover
     cdef readonly bint in_recovery
+    cdef readonly double recovery_cwnd          # classic fast recovery: the cut window under the
+                                                # dupack inflation (ns-2's cwnd_ beside dupwnd_)
     cdef bint partial_acked                     # a partial ACK has arrived in this recovery
     cdef readonly double srtt, rttvar          # ns
     cdef readonly bint have_rtt
@@ -200,7 +207,9 @@ cdef class TcpSender(Agent):
         self.dupacks = 0
         self.recover = -1
         self.in_recovery = False
+        self.recovery_cwnd = 0
         self.have_rtt = False
+        self.ns2_srtt = 0
         self.srtt = 0
         self.rttvar = 0
         self.rto = self.init_rto
@@ -387,6 +396,7 @@ cdef class TcpSender(Agent):
         if retx:
             tr.retx += 1
             self.sim.flows[self.flow].retx += 1
+        self.cc.on_send(self, seg, retx, now)
         if self.hook is not None:
             self.hook.on_send(self, p.payload, retx, now)
         self._inject(p, now)
@@ -395,7 +405,7 @@ cdef class TcpSender(Agent):
         cdef int64_t w = <int64_t>self.cwnd
         if w > self.rwnd:
             w = self.rwnd
-        return w if w >= 1 else 1
+        return w          # 0 below one segment (ns-2 window(); only Vegas's deflation gets there)
 
     cdef int send_much(self, int64_t now) except -1:
         cdef int64_t limit
@@ -504,17 +514,21 @@ cdef class TcpSender(Agent):
         if self.min_rtt < 0 or r < self.min_rtt:
             self.min_rtt = r
         if self.rtt_per_ack:
-            self._rto_update(r)
+            self._rto_update(r, now - r)
         self.cc.on_rtt(self, r, now)
         if self.hook is not None:
             self.hook.on_rtt(self, r, now)
 
-    cdef void _rto_update(self, int64_t r) noexcept:
+    cdef void _rto_update(self, int64_t r, int64_t sent=0) noexcept:
         """Jacobson/Karels: srtt, rttvar (gains 1/8, 1/4), RTO = srtt + max(tick, 4 rttvar)
-        rounded up to the timer granularity, within [min_rto, max_rto]; clears the backoff."""
+        rounded up to the timer granularity, within [min_rto, max_rto]; clears the backoff.
+        ``sent``: the sample's send time (ns), for ns-2's tick phase."""
         cdef double v
         if r <= 0:
             r = 1
+        if self.ns2_rto:
+            self._rto_update_ns2(r, sent)
+            return
         if not self.have_rtt:
             self.srtt = r
             self.rttvar = r / 2.0
@@ -531,6 +545,45 @@ cdef class TcpSender(Agent):
         if self.rto > self.max_rto:
             self.rto = self.max_rto
         self.backoff = 1
+
+    cdef void _rto_update_ns2(self, int64_t r, int64_t sent) noexcept:
+        """ns-2 TcpAgent::rtt_update() and rtt_timeout(): the sample in whole ticks, counting the
+        send time's phase within the tick (boot_time_ = tick_phase), srtt and rttvar as integers in
+        1/8 and 1/4 ticks, RTO = (srtt + 4 rttvar) ticks, at least 2 ticks and min_rto."""
+        cdef int64_t t = (r + (sent + self.tick_phase) % self.tick) // self.tick, delta
+        if t < 1:
+            t = 1
+        if self.ns2_srtt != 0:
+            delta = t - (self.ns2_srtt >> 3)
+            self.ns2_srtt += delta
+            if self.ns2_srtt <= 0:
+                self.ns2_srtt = 1
+            if delta < 0:
+                delta = -delta
+            delta -= self.ns2_rttvar >> 2
+            self.ns2_rttvar += delta
+            if self.ns2_rttvar <= 0:
+                self.ns2_rttvar = 1
+        else:
+            self.ns2_srtt = t << 3
+            self.ns2_rttvar = t << 1
+        self.srtt = self.ns2_srtt * self.tick / 8.0
+        self.rttvar = self.ns2_rttvar * self.tick / 4.0
+        self.have_rtt = True
+        self.rto = (((self.ns2_rttvar << 3) + self.ns2_srtt) >> 3) * self.tick
+        if self.rto < 2 * self.tick:
+            self.rto = 2 * self.tick
+        if self.rto < self.min_rto:
+            self.rto = self.min_rto
+        if self.rto > self.max_rto:
+            self.rto = self.max_rto
+        self.backoff = 1
+
+    cdef inline void _ns2_backoff(self) noexcept:
+        """ns-2 rtt_backoff() past a backoff of 8: srtt is folded into rttvar and re-learned."""
+        if self.ns2_rto and self.backoff > 8 and self.ns2_srtt != 0:
+            self.ns2_rttvar += self.ns2_srtt >> 3
+            self.ns2_srtt = 0
 
     cdef int _rtt_linux(self, int64_t seq_rtt, int64_t ca_rtt, int64_t now) except -1:
         """tcp_ack_update_rtt with a valid sample (ns): ``seq_rtt`` feeds the estimator and RTO,
@@ -603,7 +656,7 @@ cdef class TcpSender(Agent):
             if self.linux_tcp:
                 self._handshake_rtt(self.syn_retx, p, now)
             elif not self.syn_retx:
-                self._rto_update(now - self.syn_ts)
+                self._rto_update(now - self.syn_ts, self.syn_ts)
             if self.req_segs == 0:
                 self._requested(now)
         if p.payload > 0:
@@ -672,7 +725,7 @@ cdef class TcpSender(Agent):
                 if self.linux_tcp:
                     self._handshake_rtt(p.retx, p, now)
                 elif not p.retx:
-                    self._rto_update(now - p.ts)
+                    self._rto_update(now - p.ts, p.ts)
                     self._rtt_sample(now - p.ts, now)
                 self.rec.output(self, now)
         else:

@@ -64,12 +64,12 @@ def test_rate_and_duration_values(tmp_path):
 
 def test_shell_completion_is_available():
     env = {**os.environ, "_TRACEFLOW_COMPLETE": "bash_source"}
-    script = subprocess.run([sys.executable, "-m", "traceflow.cli.main"], env=env,
+    script = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main"], env=env,
                             capture_output=True, text=True, timeout=60).stdout
     assert "_traceflow_completion" in script and "complete " in script
     env = {**os.environ, "_TRACEFLOW_COMPLETE": "bash_complete", "COMP_WORDS": "traceflow fl",
            "COMP_CWORD": "1"}
-    words = subprocess.run([sys.executable, "-m", "traceflow.cli.main"], env=env,
+    words = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main"], env=env,
                            capture_output=True, text=True, timeout=60).stdout
     assert "flows" in words
     readme = (REPO / "README.md").read_text()

@@ -167,9 +167,10 @@ def _sweep_cmd(out, *extra):
 def test_sigint_then_rerun_finishes_only_missing_cells(tmp_path, dumbbell):
     out = tmp_path / "sweep"
     repo = TESTS.parents[1]
-    proc = subprocess.Popen(_sweep_cmd(out, "--workers", "2"), cwd=repo,
+    # one worker: the 15 cells left after the first run one after another, which leaves the
+    # signal seconds to arrive on a loaded machine (the rerun below uses two)
+    proc = subprocess.Popen(_sweep_cmd(out, "--workers", "1"), cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # interrupt at the first finished cell: 15 more leave room on a loaded machine
     while not list(out.glob("cells/*.parquet")) and proc.poll() is None:
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)

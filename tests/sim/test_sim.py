@@ -265,17 +265,19 @@ def test_sessions_run_closed_loop():
 
 
 def test_sample_path_normalization_hits_the_target_mean():
-    # Pareto(1.05) file sizes: reruns rescale k by target / realized mean (same uniforms). Some
-    # sample paths land near the target by chance, so three are checked.
+    # Pareto(1.05) file sizes: reruns rescale k by target / realized mean (same uniforms) until the
+    # realized mean is within the stopping rule's 0.5 %. The heavy tail makes the rounds oscillate
+    # (a file moves in or out of the run), so convergence gets a budget of 8 rounds (the replay
+    # allows 4). Some sample paths land near the target by chance, so three are checked.
     normalized, plain = [], []
     for seed in (1, 2, 3):
         sc = sim.load_scenario(REPO / "replays" / "selfsim_baseline.toml",
-                               ["simulation.duration=1000"], seed=seed)
+                               ["simulation.duration=1000", "traffic.0.size.iterations=8"], seed=seed)
         assert sc.traffic[0].size.normalize == "iterate"
         normalized.append(sim.run(sc).transfers["size"].to_numpy().mean() / 4096 - 1)
         raw = sim.run(sc, overrides=["traffic.0.size.normalize=\"none\""])
         plain.append(raw.transfers["size"].to_numpy().mean() / 4096 - 1)
-    assert max(map(abs, normalized)) < 0.01
+    assert max(map(abs, normalized)) <= 0.005
     assert max(map(abs, plain)) > 0.1
 
 

@@ -143,6 +143,23 @@ def test_slow_start_coupling_changes_only_timeouts_path():
     assert not same(ss, base)
 
 
+@pytest.mark.parametrize("cc", ["reno", "newreno"])
+def test_slow_start_coupling_remembers_the_window_in_force(cc):
+    """../shared/papers/park-tuan-2000-multiple-time-scale-tcp.txt:192: "Whenever a timeout
+    occurs, we make an association between the size of the congestion window cwnd and the current
+    traffic level L1". Timeouts during fast recovery must remember the window in force (the cut
+    window), not cwnd inflated by duplicate ACKs (W/2 + 3 + dupacks): the flavor's own timeout
+    response halves that same window (ssthresh = max(floor(window / 2), 2)). Before issue 18 the
+    hook recorded the inflated window."""
+    _, hooks = run(scenario(cc, {"kind": "ssc", "metacontrol": False, "A": 4.0, "couple": "ca"},
+                            duration=300.0))
+    to = next(iter(hooks.values())).timeouts()
+    assert to["t"].size > 50
+    np.testing.assert_array_equal(to["ssthresh_flavor"], np.maximum(np.floor(to["window"] / 2), 2))
+    # ca coupling leaves ssthresh to the flavor
+    np.testing.assert_array_equal(to["ssthresh"], to["ssthresh_flavor"])
+
+
 @pytest.mark.parametrize("hook, message", [
     ({"kind": "ssc", "speed": 2}, "unknown key"),
     ({"kind": "ssc", "norm": "fixed"}, "hi > lo"),

@@ -7,9 +7,7 @@ sampled every 10 ms and compared with RFC 9438's curves, with W_max the window a
 import numpy as np
 import pytest
 
-import traceflow.sim as sim
-from traceflow.sim import _sim
-from traceflow.sim.runner import Built
+from sampled import run_sampled
 
 BETA, C = 0.7, 0.4        # RFC 9438 4.6 / 5.1
 
@@ -23,12 +21,7 @@ def _run(tmp_path, rtt, duration, drop=(), rate=200e6, limit=20_000, **cubic):
                        "access": {"rate": 10e9, "delay": 1e-6}},
           "tcp": {"profile": "linux", "cc": "cubic", "cubic": cubic},
           "traffic": [{"kind": "infinite", "src": "l0", "dst": "r0"}]}
-    b = Built(sim.load_scenario(sc), tmp_path)
-    b.finalize_sizes()
-    snd = next(a for a in b.sim.agents if isinstance(a, _sim.TcpSender))
-    hook = _sim.CwndSampler(10_000_000)
-    snd.attach_hook(hook)
-    b.run()
+    _, snd, hook = run_sampled(sc, 10_000_000, tmp_path)
     return snd, np.array(hook.trace(), dtype=float)
 
 

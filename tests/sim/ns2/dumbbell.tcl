@@ -4,11 +4,12 @@
 array set P {
   flows 10 flavor NewReno queue DropTail duration 60
   bneck_rate 10Mb bneck_delay 20ms limit 100
-  access_rate 100Mb access_delay 5ms
+  access_rate 100Mb access_delay 5ms access_step 0
   pkt 1000 window 1000 iw 1 minrto 0.2 tick 0.01
   red_min 5 red_max 15 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true red_bytes false
   vegas_alpha 1 vegas_beta 3 vegas_gamma 1
   start_spread 1.0 seed 1 xi0 1.0
+  cwnd_file {} cwnd_dt 0.1 cwnd_flow 0
 }
 source [file join [file dirname [info script]] common.tcl]
 Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
@@ -23,7 +24,9 @@ bottleneck $r1 $r2 $P(bneck_rate) $P(bneck_delay) $P(queue) $P(limit) $P(limit)
 for {set i 0} {$i < $P(flows)} {incr i} {
   set s($i) [$ns node]
   set d($i) [$ns node]
-  $ns duplex-link $s($i) $r1 $P(access_rate) $P(access_delay) DropTail
+  # access_step (s): sender i's access link is i * access_step longer (breaks exact ties)
+  set src_delay [expr {[delay_parse $P(access_delay)] + $i * $P(access_step)}]
+  $ns duplex-link $s($i) $r1 $P(access_rate) $src_delay DropTail
   $ns duplex-link $r2 $d($i) $P(access_rate) $P(access_delay) DropTail
   $ns queue-limit $s($i) $r1 1000
   $ns queue-limit $r1 $s($i) 1000
@@ -37,8 +40,19 @@ for {set i 0} {$i < $P(flows)} {incr i} {
 
 set qmon [$ns monitor-queue $r1 $r2 ""]
 
+# optional: flow 0's cwnd_ every cwnd_dt seconds, "time cwnd" lines in cwnd_file
+if {$P(cwnd_file) ne {}} {
+  set cwnd_out [open $P(cwnd_file) w]
+  proc sample_cwnd {} {
+    global ns tcp P cwnd_out qmon
+    puts $cwnd_out "[$ns now] [$tcp($P(cwnd_flow)) set cwnd_] [$qmon set pkts_]"
+    $ns at [expr {[$ns now] + $P(cwnd_dt)}] "sample_cwnd"
+  }
+  $ns at 0.0 "sample_cwnd"
+}
+
 proc finish {} {
-  global qmon P tcp
+  global qmon P tcp cwnd_out
   set arr [$qmon set parrivals_]
   set dep [$qmon set pdepartures_]
   set drops [$qmon set pdrops_]
@@ -52,6 +66,7 @@ proc finish {} {
   # packets are numbered from 0: the highest cumulative ACK + 1 segments reached the sink
   puts "flow0_goodput_bytes [expr {([$tcp(0) set ack_] + 1) * $P(pkt)}]"
   puts "flow0_timeouts [$tcp(0) set nrexmit_]"
+  if {$P(cwnd_file) ne {}} { close $cwnd_out }
   exit 0
 }
 $ns at $P(duration) "finish"

@@ -1,0 +1,116 @@
+"""Park & Tuan 2000 at full length (tox -e slow): every claim row of the ten TCP-MT experiments,
+tested by the paper's sentence (the row's verdict), on the set-up of replays/tcpmt_base.toml.
+Each row's note quotes its sentence as PT:line, a line of
+../shared/papers/park-tuan-2000-multiple-time-scale-tcp.txt (e.g. Table II's CA-only row: PT:192
+"The dominant performance gain, however, is affected by congestion avoidance").
+
+A claim that holds is asserted to hold; one that does not is a strict xfail whose reason says what
+we measured and what ns-2 shows on the same set-up (tests/sim/test_tcpmt_ns2.py), so a change that
+makes it hold (or breaks one that holds) fails here. Runs as in the replays (10,000 s, their seeds),
+except Figs. 9 and 10 with seeds 1 and 2 (four take twice as long).
+"""
+import functools
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from traceflow.experiments import tcpmt
+
+REPLAYS = Path(__file__).resolve().parents[2] / "replays"
+OVERRIDES = {"fig9": {"seeds": [1, 2]}, "fig10": {"seeds": [1, 2]}}
+
+NO_GAIN = ("at RTT 30 ms (37 packets of bandwidth-delay product) a faster linear increase has "
+           "little to win; ns-2 on the same set-up: no gain either, timeouts rising with theta")
+# (experiment, quantity) -> None if it holds, else why it does not
+CLAIMS = {
+    ("fig1", "T=1s: mutual information I(L1;L2), alpha=1.05 vs 1.95 (bit)"): None,
+    ("fig1", "T=1s: alpha=1.05 diagonal mass Pr{L2=L1} vs independence"): None,
+    ("fig1", "T=1s: alpha=1.95 distance of Pr{L2|L1} from Pr{L2} (TV)"): None,
+    ("fig1", "T=5s: mutual information I(L1;L2), alpha=1.05 vs 1.95 (bit)"): None,
+    ("fig1", "T=5s: alpha=1.05 diagonal mass Pr{L2=L1} vs independence"): None,
+    ("fig1", "T=5s: alpha=1.95 distance of Pr{L2|L1} from Pr{L2} (TV)"): None,
+    ("fig6", "reno, 5 Mb/s background: throughput(theta): shape"):
+        "flat within 1 % up to theta = 4 (+0.5 %), falling after: " + NO_GAIN,
+    ("fig6", "reno, 5 Mb/s background: throughput(theta): peak at"): None,
+    ("fig6", "reno, 2.5 Mb/s background: throughput(theta): shape"):
+        "flat, then falling: the link is 97-99 % used, no room to reward aggressiveness",
+    ("fig6", "reno, 7.5 Mb/s background: throughput(theta): shape"):
+        "peak at theta = 3 within 1.5 %: " + NO_GAIN,
+    ("fig7", "rate, 5 Mb/s background: throughput(theta): shape"):
+        "TCP Rate (b = 2, not given in the paper) rises with theta: it leaves room that "
+        "aggressiveness fills",
+    ("fig7", "rate, 5 Mb/s background: throughput(theta): peak at"): "peak at theta = 8, see shape",
+    ("fig7", "rate, 2.5 Mb/s background: throughput(theta): shape"): "flat, then falling (link full)",
+    ("fig7", "rate, 7.5 Mb/s background: throughput(theta): shape"):
+        "TCP Rate backs off to 1.8 Mb/s under heavy load and recovers with aggressiveness",
+    ("fig7", "rate, 5 Mb/s: best gain with CA coupling vs SS coupling"):
+        "the slow-start coupling gains 2.9 %, CA 1.3 %: timeouts are frequent at this RTT",
+    ("fig7", "5 Mb/s: mean throughput over theta, rate vs reno"):
+        "TCP Rate below Reno (4.9 vs 5.8 Mb/s) with b = 2 (the paper gives no b)",
+    ("fig7", "5 Mb/s: curvature (peak above the lower end, relative), rate vs reno"):
+        "TCP Rate's curve rises instead of bending",
+    ("fig8", "reno: tracking correlation vs RTT (no SSC): shape"): None,
+    ("fig8", "reno: mean correlation with SSC minus without"): None,
+    ("fig8", "vegas: tracking correlation vs RTT (no SSC): shape"):
+        "Vegas beside Reno background loses its share beyond 30 ms RTT (correlation near 0)",
+    ("fig8", "vegas: mean correlation with SSC minus without"): None,
+    ("fig8", "rate: tracking correlation vs RTT (no SSC): shape"): None,
+    ("fig8", "rate: mean correlation with SSC minus without"): None,
+    ("fig8", "tracking (mean correlation, no SSC; most negative first)"):
+        "Reno tracks as well as Rate here, Vegas worst (starved by the Reno background)",
+    ("fig11", "nu=0.01: mean A over the second half"): "A stays near 1.5: little to gain from A",
+    ("fig11", "nu=0.05: mean A over the second half"): "A settles near 2.3: little to gain from A",
+    ("fig11", "nu=0.25: mean A over the second half"): "A wanders to 11 with a large step",
+    ("fig11", "oscillation of A (std, second half) grows with nu"): None,
+    ("fig12", "static A: throughput(A): shape"): "within 1.5 % for A = 1..10: " + NO_GAIN,
+    ("fig12", "static A: throughput(A): peak at"): "best at A = 4 by 1 %",
+    ("fig12", "dynamic metacontrol / best static A"): None,
+    ("fig12", "plain TCP below the dynamic metacontrol"): None,
+    ("table2", "100 s: Case I has the largest gain"): "gains of 1-4 %, within run-to-run noise",
+    ("table2", "500 s: Case I has the largest gain"): None,
+    ("table2", "1000 s: Case I has the largest gain"): "gains of 0.2-1 %, within noise",
+    ("table2", "2000 s: Case I has the largest gain"): None,
+    ("table2", "500 s: gain by case"): None,
+    ("table2", "1000 s: gain by case"): "gains of 0.2-1 %, within noise",
+    ("table2", "Case I minus Case III gain, 100 s vs 2000 s"): "gains of 1-2 %, within noise",
+    ("table2", "Case I: mean gain, CA-only coupling vs CA + slow start"): None,
+    ("table3", "TCP-MT total throughput vs n: shape"):
+        "the total keeps rising to 18 connections (17.9 Mb/s): more flows fill the 20 Mb/s link",
+    ("table3", "TCP-MT total throughput vs n: peak at"): "peak at n = 18, see shape",
+    ("table3", "largest max/min throughput ratio among TCP-MT connections"):
+        "1.78 for 18 connections (paper 1.43)",
+    ("table3", "Reno total throughput vs n: shape"): "rising, as TCP-MT's",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def comparison(name):
+    spec = tomllib.loads((REPLAYS / f"tcpmt_{name}.toml").read_text())
+    spec["experiment"].update(OVERRIDES.get(name, {}))
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        res = getattr(tcpmt, name)(spec, out, workers=2)
+    return {r["quantity"]: r for r in res["comparison"]}
+
+
+def _params():
+    for (name, quantity), why in CLAIMS.items():
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        yield pytest.param(name, quantity, marks=marks, id=f"{name}: {quantity}")
+
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("name, quantity", list(_params()))
+def test_claim(name, quantity):
+    row = comparison(name)[quantity]
+    assert row["agree"] is True, (row["paper"], row["ours"], row["note"])
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _ in CLAIMS}))
+def test_every_claim_row_is_listed(name):
+    """No claim row escapes this file: every row with a verdict is in CLAIMS."""
+    judged = {q for q, r in comparison(name).items() if r["agree"] is not None}
+    assert judged == {q for n, q in CLAIMS if n == name}

@@ -1,0 +1,93 @@
+# ns-2 oracle for Feng & Tinnakornsrisuphap 2000, Figs. 2-4 (replays/burst_fig2_4.toml): M clients
+# hand single packets to their transport at Poisson times (mean gap 0.01 s) and send them through a
+# gateway to one server (Table 1: client links 10 Mb/s / 25 ms, bottleneck 50 Mb/s / 25 ms, gateway
+# buffer 50 packets, 1500-byte packets, advertised window 20, Vegas 1/3/1, RED min/max 10/40).
+# Usage: ns feng_star.tcl key=value ...   Prints "key value" lines:
+#   cov (std/mean of packets arriving at the gateway per bin after warmup), throughput_mbps
+#   (bytes leaving the gateway), loss_pct (gateway drops / arrivals), arrivals, drops.
+array set P {
+  clients 10 transport Reno delack 0 queue DropTail duration 200 warmup 10 bin 0.1
+  client_rate 10Mb client_delay 25ms bneck_rate 50Mb bneck_delay 25ms limit 50
+  pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth true gap 0.01 start_spread 1.0
+  red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true red_bytes false
+  vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1
+}
+# ns-2 defaults of the paper's time where they differ from 2.35's: iw 1, syn false
+source [file join [file dirname [info script]] common.tcl]
+red_defaults
+Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
+Agent/TCP/Vegas set v_beta_ $P(vegas_beta)
+Agent/TCP/Vegas set v_gamma_ $P(vegas_gamma)
+Agent/UDP set packetSize_ [expr {$P(pkt) + 40}]
+
+set gw [$ns node]
+set srv [$ns node]
+$ns simplex-link $gw $srv $P(bneck_rate) $P(bneck_delay) $P(queue)
+$ns simplex-link $srv $gw $P(bneck_rate) $P(bneck_delay) DropTail
+$ns queue-limit $gw $srv $P(limit)
+
+set sinkclass [expr {$P(delack) ? "Agent/TCPSink/DelAck" : "Agent/TCPSink"}]
+
+for {set i 0} {$i < $P(clients)} {incr i} {
+  set c($i) [$ns node]
+  $ns duplex-link $c($i) $gw $P(client_rate) $P(client_delay) DropTail
+  $ns queue-limit $c($i) $gw 1000
+  $ns queue-limit $gw $c($i) 1000
+  if {$P(transport) eq "UDP"} {
+    set src($i) [new Agent/UDP]
+    set dst($i) [new Agent/Null]
+  } else {
+    set src($i) [new $agent($P(transport))]
+    set dst($i) [new $sinkclass]
+  }
+  $src($i) set fid_ $i
+  $ns attach-agent $c($i) $src($i)
+  $ns attach-agent $srv $dst($i)
+  $ns connect $src($i) $dst($i)
+  # Poisson single packets: exponential on/off with empty bursts sends one packet per burst, and
+  # at a near-infinite rate the gap is the exponential idle time alone
+  set app($i) [new Application/Traffic/Exponential]
+  # UDP sends the message as one packet; TCP adds 40 header bytes (Reno) or none (Vegas)
+  $app($i) set packetSize_ [expr {$P(transport) eq "UDP" ? $P(pkt) + 40 : $P(pkt)}]
+  $app($i) set burst_time_ 0
+  $app($i) set idle_time_ $P(gap)
+  $app($i) set rate_ 1e15
+  $app($i) use-rng $rng
+  $app($i) attach-agent $src($i)
+  $ns at [expr {$P(start_spread) * [$rng uniform 0 1]}] "$app($i) start"
+}
+
+set qmon [$ns monitor-queue $gw $srv ""]
+set last_arr 0
+set nbins 0
+set sum 0.0
+set sumsq 0.0
+proc sample {} {
+  global ns qmon P last_arr nbins sum sumsq
+  set arr [$qmon set parrivals_]
+  if {[$ns now] > $P(warmup) + 1e-9} {
+    set x [expr {$arr - $last_arr}]
+    incr nbins
+    set sum [expr {$sum + $x}]
+    set sumsq [expr {$sumsq + $x * $x}]
+  }
+  set last_arr $arr
+  $ns at [expr {[$ns now] + $P(bin)}] "sample"
+}
+$ns at $P(warmup) "sample"
+
+proc finish {} {
+  global qmon P nbins sum sumsq
+  set mean [expr {$sum / $nbins}]
+  set var [expr {$sumsq / $nbins - $mean * $mean}]
+  set arr [$qmon set parrivals_]
+  set drops [$qmon set pdrops_]
+  puts "cov [expr {$mean > 0 ? sqrt($var) / $mean : 0}]"
+  puts "throughput_mbps [expr {8.0 * [$qmon set bdepartures_] / $P(duration) / 1e6}]"
+  puts "loss_pct [expr {$arr > 0 ? 100.0 * $drops / $arr : 0}]"
+  puts "arrivals $arr"
+  puts "drops $drops"
+  exit 0
+}
+$ns at [expr {$P(duration) + 1e-9}] "finish"
+$ns run

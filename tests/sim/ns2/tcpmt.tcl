@@ -1,0 +1,143 @@
+# ns-2 referee for the TCP-MT base scenario (replays/tcpmt_base.toml, Park & Tuan 2000 sec. 5.1):
+# 32 background clients (Pareto file sizes k * U^(-1/alpha) bytes, each file a fresh connection,
+# exponential idle times, every client starts idle) and one infinite TCP source, all links 10 Mb/s,
+# 5 ms, 1 kB segments, ns-2's defaults of 1999 (window 64 as the replay states). With ssc=1 the
+# measured connection runs SSC's threshold schedule, written here in Tcl as sim/ssc.pxi computes it:
+# every `period` s the bits it sent (ndatabytes_) map to a contention level (quantile edges of all
+# blocks so far, level h below the first edge), CondProb counts the transition, L2hat = E[L2 | L1]
+# (L1 itself for an empty row), and increase_num_ (TCP-MT's xi) = A if L2hat <= theta else 1.
+# Usage: ns tcpmt.tcl key=value ...   Prints "key value" lines.
+array set P {
+  duration 1000 seed 1 clients 32 flavor Reno
+  bg_k 252 bg_alpha 1.05 bg_idle 0.16
+  rate 10Mb delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
+  ssc 0 theta 4 A 4 period 2.0 levels 8 measured 1
+}
+# ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
+# windowInit_ 1, minrto_ 0, and syn_ and delay_growth_ false (common.tcl's defaults; both became
+# true on 2001/5/17)
+source [file join [file dirname [info script]] common.tcl]
+Agent/TCP set singledup_ 0
+Agent/TCP set rfc2988_ false
+Agent/TCP set rtxcur_init_ $P(rtxcur_init)
+Agent/TCP set maxrto_ 100000
+Agent/TCP set precisionReduce_ false
+Agent/TCP set exitFastRetrans_ false
+
+set g1 [$ns node]
+set g2 [$ns node]
+$ns simplex-link $g1 $g2 $P(rate) $P(delay) DropTail
+$ns simplex-link $g2 $g1 $P(rate) $P(delay) DropTail
+$ns queue-limit $g1 $g2 $P(limit)
+$ns queue-limit $g2 $g1 $P(limit)
+set r0 [$ns node]
+set r1 [$ns node]
+foreach r [list $r0 $r1] {
+  $ns duplex-link $g2 $r $P(rate) $P(delay) DropTail
+  $ns queue-limit $g2 $r 1000
+  $ns queue-limit $r $g2 1000
+}
+set agent(Reno) Agent/TCP/Reno
+set agent(Vegas) Agent/TCP/Vegas
+
+# ---- background: file transfers with idle periods ----
+proc idle {i} {
+  global ns rng P
+  $ns at [expr {[$ns now] + [$rng exponential $P(bg_idle)]}] "request $i"
+}
+proc request {i} {
+  global bg bgsink rng P
+  set bytes [expr {floor($P(bg_k) * pow([$rng uniform 0 1], -1.0 / $P(bg_alpha)) + 0.5)}]
+  if {$bytes < 1} { set bytes 1 }
+  $bg($i) reset
+  $bgsink($i) reset
+  $bg($i) advanceby [expr {int(ceil($bytes / $P(pkt)))}]
+}
+for {set i 0} {$i < $P(clients)} {incr i} {
+  set n($i) [$ns node]
+  $ns duplex-link $n($i) $g1 $P(rate) $P(delay) DropTail
+  $ns queue-limit $n($i) $g1 1000
+  $ns queue-limit $g1 $n($i) 1000
+  set bg($i) [new Agent/TCP/Reno]
+  set bgsink($i) [new Agent/TCPSink]
+  $ns attach-agent $n($i) $bg($i)
+  $ns attach-agent $r0 $bgsink($i)
+  $ns connect $bg($i) $bgsink($i)
+  $bg($i) proc done {} "idle $i"
+  $ns at 0.0 "idle $i"
+}
+
+# ---- the measured infinite source ----
+set m [$ns node]
+$ns duplex-link $m $g1 $P(rate) $P(delay) DropTail
+$ns queue-limit $m $g1 1000
+$ns queue-limit $g1 $m 1000
+set tcp [new $agent($P(flavor))]
+set sink [new Agent/TCPSink]
+$ns attach-agent $m $tcp
+$ns attach-agent $r1 $sink
+$ns connect $tcp $sink
+set ftp [new Application/FTP]
+$ftp attach-agent $tcp
+if {$P(measured)} { $ns at 0.0 "$ftp start" }
+
+# ---- SSC (threshold schedule) ----
+set seen {}
+set prev_level 0
+set last_bytes 0
+for {set a 1} {$a <= $P(levels)} {incr a} {
+  set rowsum($a) 0
+  for {set b 1} {$b <= $P(levels)} {incr b} { set cond($a,$b) 0 }
+}
+proc level {x} {
+  # numpy's linear quantiles at k/h of the sorted blocks; a value equal to an edge is more contended
+  global seen P
+  set seen [lsort -real [concat $seen [list $x]]]
+  set nseen [llength $seen]
+  set up 0
+  for {set k 1} {$k < $P(levels)} {incr k} {
+    set pos [expr {($nseen - 1) * double($k) / $P(levels)}]
+    set i [expr {int(floor($pos))}]
+    set frac [expr {$pos - $i}]
+    set e [lindex $seen $i]
+    if {$i + 1 < $nseen} { set e [expr {$e + $frac * ([lindex $seen [expr {$i + 1}]] - $e)}] }
+    if {$e < $x} { incr up }
+  }
+  return [expr {$P(levels) - $up}]
+}
+proc ssc_block {} {
+  global ns tcp P prev_level last_bytes cond rowsum
+  set bytes [$tcp set ndatabytes_]
+  set l1 [level [expr {8.0 * ($bytes - $last_bytes)}]]
+  set last_bytes $bytes
+  if {$prev_level > 0} {
+    incr cond($prev_level,$l1)
+    incr rowsum($prev_level)
+  }
+  set prev_level $l1
+  set l2 $l1
+  if {$rowsum($l1) > 0} {
+    set s 0.0
+    for {set b 1} {$b <= $P(levels)} {incr b} { set s [expr {$s + $b * $cond($l1,$b)}] }
+    set l2 [expr {$s / $rowsum($l1)}]
+  }
+  $tcp set increase_num_ [expr {$l2 <= $P(theta) ? $P(A) : 1.0}]
+  $ns at [expr {[$ns now] + $P(period)}] "ssc_block"
+}
+if {$P(ssc)} { $ns at $P(period) "ssc_block" }
+
+set qmon [$ns monitor-queue $g1 $g2 ""]
+set bgmon [$ns monitor-queue $g2 $r0 ""]
+proc finish {} {
+  global qmon bgmon tcp P
+  set arr [$qmon set parrivals_]
+  # data packets are all pkt + 40 bytes (ns-2 sends whole segments); byte counters overflow
+  puts "link_utilization [expr {8.0 * [$qmon set pdepartures_] * ($P(pkt) + 40) / $P(duration) / [bw_parse $P(rate)]}]"
+  puts "loss_rate [expr {$arr > 0 ? double([$qmon set pdrops_]) / $arr : 0.0}]"
+  puts "throughput_bps [expr {8.0 * ([$tcp set ack_] + 1) * $P(pkt) / $P(duration)}]"
+  puts "timeouts [$tcp set nrexmit_]"
+  puts "background_bps [expr {8.0 * [$bgmon set pdepartures_] * ($P(pkt) + 40) / $P(duration)}]"
+  exit 0
+}
+$ns at $P(duration) "finish"
+$ns run

@@ -1,0 +1,98 @@
+"""Feng & Tinnakornsrisuphap 2000, Figs. 2-4 in ns-2 and in traceflow, side by side (issue 18: ns-2
+as the referee).
+
+replays/burst_fig2_4.toml (M clients hand single packets to UDP / TCP Reno / Reno with delayed
+ACKs / Vegas at Poisson times; Table 1 network) against tests/sim/ns2/feng_star.tcl, 200 s as in
+Table 1, seeds 1 and 2. ns-2's Vegas packets carry no header bytes (VegasTcpAgent::output), so our
+Vegas runs use a 1420-byte payload (1460 bytes on the wire, ns-2's packetSize_).
+
+Measured (seed 1; c.o.v. ns-2 / ours): Reno 0.119 / 0.116 (41 clients), 0.130 / 0.123 (80);
+Vegas 0.011-0.043 / 0.003-0.030 for 45-100 clients (bimodal near capacity in both); UDP within 3 %.
+RED differs (ours burstier, e.g. Reno/RED 0.148 / 0.182 at 80 clients, throughput 2-4 Mb/s lower):
+the RED gateway is compared elsewhere (issue 18, cause 8) and is not asserted here.
+"""
+import copy
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from traceflow.experiments import burstiness
+
+TCL = Path(__file__).with_name("ns2") / "feng_star.tcl"
+REPLAY = Path(__file__).resolve().parents[2] / "replays" / "burst_fig2_4.toml"
+SEEDS = (1, 2)
+CLIENTS = (10, 30, 45, 60, 100)
+HEAVY = 41          # Table 1's capacity: 50 Mb/s / 1.2 Mb/s per client
+# variant -> (ns-2 arguments, our protocol, our gateway)
+VARIANTS = {"UDP": ({"transport": "UDP"}, "UDP", "fifo"),
+            "Reno": ({"transport": "Reno"}, "Reno", "fifo"),
+            "Reno+delack": ({"transport": "Reno", "delack": 1}, "Reno+delack", "fifo"),
+            "Vegas": ({"transport": "Vegas"}, "Vegas", "fifo"),
+            "Reno/RED": ({"transport": "Reno", "queue": "RED"}, "Reno", "red"),
+            "Vegas/RED": ({"transport": "Vegas", "queue": "RED"}, "Vegas", "red")}
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("ns") is None,
+                                 reason="needs ns-2 ('ns' on PATH: apt-get install ns2)")]
+
+
+def ns2(clients, seed, **args):
+    cmd = ["ns", str(TCL), f"clients={clients}", "duration=200", f"seed={seed}",
+           *(f"{k}={v}" for k, v in args.items())]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def ours(variant, clients, seed):
+    spec = tomllib.loads(REPLAY.read_text())
+    _, proto, gateway = VARIANTS[variant]
+    if proto == "Vegas":
+        spec["simulation"]["mss"] = 1420
+    exp = spec["experiment"]
+    task = burstiness._task(spec, {"variant": variant, "clients": clients}, [(proto, clients)],
+                            copy.deepcopy(exp["gateways"][gateway]), duration=200.0, seed=seed)
+    r = burstiness.simulate(task)
+    return {"cov": r["cov"], "throughput_mbps": r["throughput_mbps"], "loss_pct": r["loss_pct"]}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """{(variant, clients): (ns-2 means, our means)} over the seeds."""
+    out = {}
+    for variant, (args, _, _) in VARIANTS.items():
+        for m in CLIENTS:
+            ref = [ns2(m, s, **args) for s in SEEDS]
+            got = [ours(variant, m, s) for s in SEEDS]
+            out[(variant, m)] = tuple({k: float(np.mean([r[k] for r in rs]))
+                                       for k in ("cov", "throughput_mbps", "loss_pct")}
+                                      for rs in (ref, got))
+    return out
+
+
+@pytest.mark.parametrize("variant", ["UDP", "Reno", "Reno+delack", "Vegas"])
+def test_cov_throughput_and_loss_match_ns2(runs, variant):
+    for m in CLIENTS:
+        ref, got = runs[(variant, m)]
+        # c.o.v. within 20 % (+0.01 for Vegas' near-zero values past capacity)
+        assert abs(got["cov"] - ref["cov"]) <= 0.2 * ref["cov"] + 0.01, (m, got, ref)
+        assert got["throughput_mbps"] == pytest.approx(ref["throughput_mbps"], rel=0.025), (m, got, ref)
+        assert abs(got["loss_pct"] - ref["loss_pct"]) <= 0.3 * ref["loss_pct"] + 0.3, (m, got, ref)
+
+
+@pytest.mark.parametrize("who", [0, 1], ids=["ns-2", "traceflow"])
+def test_paper_claims_hold(runs, who):
+    """Figs. 2-4's sentences (burstiness.protocol_claims: moderate excess <= 50 %, Reno > 140 % and
+    Reno/RED > 200 % above Poisson under heavy congestion, Vegas below Reno, UDP ~ Poisson, RED
+    worse than plain) hold in ns-2 and in traceflow alike."""
+    spec = tomllib.loads(REPLAY.read_text())
+    params = burstiness.model_params(spec)
+    df = pl.DataFrame([{"variant": v, "clients": m, **runs[(v, m)][who]} for v, m in runs])
+    df = df.with_columns(poisson_cov=pl.Series(burstiness.poisson_cov(df["clients"].to_numpy(), params)))
+    rows = burstiness.protocol_claims(df, list(VARIANTS), spec["experiment"]["paper"])
+    failed = [(r["quantity"], r["ours"]) for r in rows if r["agree"] is not True]
+    assert not failed

@@ -1,0 +1,101 @@
+"""The TCP-MT base scenario (replays/tcpmt_base.toml, Park & Tuan sec. 5.1) in ns-2 and in traceflow
+(issue 18: ns-2 as the referee), tests/sim/ns2/tcpmt.tcl with the same background parameters
+(Pareto location k, idle time) and ns-2's defaults of 1999.
+
+1. The alpha = 1.95 background alone (2000 s, seeds 1-2: short-tailed enough that one sample path
+   stands for the load) carries the same load in both: seed 1 ns-2 5.19 Mb/s, ours 5.16 Mb/s
+   (1000 s). ns-2 runs with 1999's syn_ and delay_growth_ false, the semantics of our one-way
+   agents; with ns-2.35's delay_growth_ true (every file waits one more RTT) ns-2 carries 4.71.
+2. Plain Reno beside that background does NOT match (strict xfail): ns-2 measured Reno 5.00-5.01
+   Mb/s with 636 timeouts in 2000 s, background 3.85 Mb/s, utilization 0.906-0.907; ours 6.85 Mb/s,
+   97-121 timeouts, 2.66 Mb/s, 0.978. (With delay_growth_ true ns-2 gave 6.51-6.64 Mb/s, 191-240
+   timeouts, background 2.76-2.83 Mb/s: the agreement reported before came from that mismatch.)
+3. Fig. 6 at 5 Mb/s (alpha = 1.05, 10,000 s, threshold schedule, A = 4, CA coupling, the same
+   calibrated background parameters; the sample paths differ, ns-2 draws its own): PT:242's
+   "unimodal with peak at theta = 4" holds in neither. Measured throughput theta = 1..7 (Mb/s),
+   ns-2 6.74 6.74 6.95 6.76 7.09 6.69 6.82 (within its +-5 % sample-path noise, the background
+   moving 2.1-2.5 Mb/s as the measured flow shifts it), ours 5.91 5.85 5.91 5.93 5.89 5.83 5.74;
+   timeouts 1246 ... 2314 (ns-2) and 1054 ... 3395 (ours): in both, aggressiveness costs timeouts
+   and buys no throughput at this RTT (30 ms, about 37 packets of bandwidth-delay product).
+   (Measured with ns-2's delay_growth_ true; not rerun since.)
+"""
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from traceflow.experiments.tcpmt import batch, calibration, measures, setup
+
+TCL = Path(__file__).with_name("ns2") / "tcpmt.tcl"
+REPLAYS = Path(__file__).resolve().parents[2] / "replays"
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("ns") is None,
+                                 reason="needs ns-2 ('ns' on PATH: apt-get install ns2)")]
+
+
+def ns2(**params):
+    cmd = ["ns", str(TCL), *(f"{k}={v}" for k, v in params.items())]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=3000).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def base():
+    return setup.scenario_base(tomllib.loads((REPLAYS / "tcpmt_fig6.toml").read_text()))
+
+
+def ours(duration, seed, bg, hook=setup.OFF, measured=True):
+    r = batch.simulate(setup.variant(base(), duration=duration, seed=seed, background=bg, cc="reno",
+                                     hook=hook, measured=measured))
+    if not measured:
+        return {"background_bps": r["summary"]["background_bps"]}
+    return {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
+            "link_utilization": r["summary"]["link_utilization"]}
+
+
+BG = setup.Background(alpha=1.95, k=2109.0, idle=0.16)   # ~5 Mb/s alone
+
+
+def test_background_alone_matches_ns2():
+    """The background's load alone within 3 % (the calibration's own tolerance)."""
+    for seed in (1, 2):
+        ref = ns2(duration=2000, seed=seed, bg_k=BG.k, bg_idle=BG.idle, bg_alpha=BG.alpha, measured=0)
+        got = ours(2000.0, seed, BG, measured=False)
+        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.03), (got, ref)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "beside the background ns-2's Reno gets 5.0 Mb/s with 636 timeouts in 2000 s (background 3.85 "
+    "Mb/s), ours 6.85 Mb/s with ~100 (background 2.66 Mb/s): the long flow competes with the short "
+    "transfers differently; not explained"))
+def test_reno_operating_point_matches_ns2():
+    bg = BG
+    for seed in (1, 2):
+        ref = ns2(duration=2000, seed=seed, bg_k=bg.k, bg_idle=bg.idle, bg_alpha=bg.alpha)
+        got = ours(2000.0, seed, bg)
+        assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.08), (got, ref)
+        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.10), (got, ref)
+        assert got["link_utilization"] == pytest.approx(ref["link_utilization"], abs=0.03), (got, ref)
+
+
+def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
+    """Fig. 6(a)'s set-up in both simulators: timeouts grow with the threshold theta (1.5x or more
+    from theta = 1 to 8), and no threshold buys more than 5 % over applying none (theta = 1)."""
+    cal = calibration.calibrate(base(), [(1.05, 5e6)], seed=1, duration=10000.0,
+                          ex=batch.executor(workers=2))[(1.05, 5e6)]
+    thetas = (1, 4, 8)
+    ref = [ns2(duration=10000, seed=1, bg_k=cal.k, bg_idle=cal.idle, bg_alpha=cal.alpha, ssc=1,
+               theta=th, A=4) for th in thetas]
+    spec = {"experiment": {"ssc": {"schedule": "threshold", "metacontrol": False, "A": 4.0,
+                                   "period": 2.0, "levels": 8}}}
+    got = []
+    for th in thetas:
+        r = batch.simulate(setup.variant(base(), duration=10000.0, seed=1, background=cal, cc="reno",
+                                         hook=setup.hook(spec, theta=float(th), couple="ca")))
+        got.append({"throughput_bps": measures.reliable(r), "timeouts": r["measured"][0]["timeouts"]})
+    for runs in (ref, got):
+        assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
+        tp = [r["throughput_bps"] for r in runs]
+        assert max(tp) <= 1.05 * tp[0], runs
