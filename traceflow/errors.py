@@ -134,6 +134,10 @@ def exhaustion(exc):
     if isinstance(exc, MemoryError):
         return str(exc) or "a Python allocation failed"
     text = str(exc)
+    if isinstance(exc, SystemError) and memory_limit() is not None:
+        # a C extension whose allocation failed without setting MemoryError (seen importing
+        # scikit-learn at 800 MiB)
+        return f"a C extension failed: {text.splitlines()[0][:120] if text else 'SystemError'}"
     if not (_NO_MEMORY_TEXT.search(text) or memory_limit() is not None and _NO_THREAD.search(text)):
         return None
     if isinstance(exc, ImportError):

@@ -146,10 +146,13 @@ def test_sample_flows_follow_the_model(self_consistency):
 def test_sample_sessions_follow_the_model(self_consistency):
     """The sample is a simulator run of 32 closed-loop clients (``files`` traffic, exponential
     idle 1 s): the fit finds the sessions, and the sampled table holds, per session, think
-    times of the fitted mean up to the span — the most transfers it could start."""
+    times of the fitted mean up to the span — the most transfers it could start. The rate at which
+    idle clients ask (sessions / think time: 32 per s) is what the capture pins down; the two
+    apart less sharply."""
     model = self_consistency[0]
     s = model.sessions
-    assert s is not None and s.sessions == 32 and abs(s.think_mean_s - 1.0) < 0.1
+    assert s is not None and abs(s.sessions / s.think_mean_s - 32.0) < 0.05 * 32.0
+    assert abs(s.sessions - 32) <= 4 and abs(s.think_mean_s - 1.0) < 0.15
     t = sample_flows(model, duration_s=600, seed=5)
     assert set(t.columns) >= {"session", "think", "size", "rtt"} and "start" not in t.columns
     per = t.group_by("session").agg(total=pl.col("think").sum(), rtt=pl.col("rtt").n_unique())
