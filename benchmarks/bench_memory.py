@@ -5,8 +5,11 @@ From ``../shared/datasets/testbed/dev10m`` (server side, a real 10 Mbit/s captur
 concurrent connections than at 1x), then runs ``traceflow flows``, ``rtt``, ``series`` and
 ``fit`` on each as subprocesses and reports, side by side in one run, each command's peak RSS
 (``wait4`` rusage) at 16x against its peak at 1x (target <= 1.3x and <= 1 GB) and ``fit``'s
-packet rate (target >= 1 M packets/s). ``TRACEFLOW_BENCH_64X=1`` adds a 64x capture (~12 GB,
-generated on the fly and deleted) that every command must complete.
+packet rate (target >= 1 M packets/s), and every command's packet rate. ``TRACEFLOW_BENCH_64X=1``
+adds a 64x capture (~4.5 GB, generated on the fly and deleted) that every command must complete;
+it takes several minutes, so it is opt-in. A command running longer than
+``TRACEFLOW_BENCH_TIMEOUT`` seconds (default 900) is killed and reported as such. The issue's
+table (peak RSS and wall time per command and scale) is printed on stderr as Markdown.
 
 Run alone: ``python benchmarks/bench_memory.py [--quick]`` (quick: 1x and 2x).
 """
@@ -16,9 +19,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaled_capture import write_scaled  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TRACEFLOW_SHARED", REPO.parent / "shared"))
@@ -37,11 +37,19 @@ def commands(capture, out):
     }
 
 
-def measure(cmd):
-    """(wall seconds, peak RSS in MB, exit code) of one child process."""
+def measure(cmd, timeout):
+    """(wall seconds, peak RSS in MB, exit code) of one child process (killed after ``timeout``
+    seconds: exit code -9)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = start + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()       # the traceflow guard's worker dies with it
+        time.sleep(0.2)
     return time.perf_counter() - start, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
@@ -67,14 +75,19 @@ def run(quick=False):
     if os.environ.get("TRACEFLOW_BENCH_64X") and not quick:
         scales = (*scales, 64)
     results = {}
+    timeout = float(os.environ.get("TRACEFLOW_BENCH_TIMEOUT", 900))
     with tempfile.TemporaryDirectory(prefix="tf-bench-mem-") as tmp:
         tmp = Path(tmp)
         for scale in scales:
             capture = tmp / f"x{scale}.pcap"
-            write_scaled(SOURCE, capture, scale)
+            # in a child: a forked child starts with its parent's resident set, which would
+            # count in every command's peak RSS if the copies were built in this process
+            subprocess.run([sys.executable, str(Path(__file__).with_name("scaled_capture.py")),
+                            str(SOURCE), str(capture), "--copies", str(scale)], check=True,
+                           stdout=subprocess.DEVNULL)
             packets = _packets(capture)
             for name, cmd in commands(capture, tmp).items():
-                wall, rss, rc = measure(cmd)
+                wall, rss, rc = measure(cmd, timeout)
                 results[name, scale] = (wall, rss, rc, packets)
                 print(f"{name} {scale}x: {wall:.1f} s, {rss:.0f} MB, rc {rc}", file=sys.stderr)
             capture.unlink()
@@ -90,11 +103,31 @@ def run(quick=False):
             w64, r64, c64, _ = results[name, 64]
             rows.append(_row(f"{name} at 64x completes", r64, r1, "MB", r64 / r1, "rc 0",
                              c64 == 0, f"{w64:.0f} s"))
-    wall, _, rc, packets = results["fit", top]
-    rate = packets / wall / 1e6
-    rows.append(_row(f"fit packet rate at {top}x", rate, 1.0, "M pkt/s", rate, ">= 1", rc == 0
-                     and rate >= 1.0, "whole process, imports included"))
+    for name in ("flows", "rtt", "series", "fit"):
+        wall, _, rc, packets = results[name, top]
+        rate = packets / wall / 1e6
+        target = ">= 1" if name == "fit" else "-"
+        rows.append(_row(f"{name} packet rate at {top}x", rate, 1.0, "M pkt/s", rate, target,
+                         rc == 0 and (rate >= 1.0 or name != "fit"),
+                         "whole process, imports included"))
+    print(markdown(results, scales), file=sys.stderr)
     return rows
+
+
+def markdown(results, scales):
+    """The issue's table: peak RSS and wall time of every command at every scale."""
+    top = max(s for s in scales if s <= 16)
+    lines = ["| command | " + " | ".join(f"{s}x" for s in scales) + f" | {top}x/1x RSS |",
+             "|---" * (len(scales) + 2) + "|"]
+    for name in ("flows", "rtt", "series", "fit"):
+        cells = []
+        for scale in scales:
+            wall, rss, rc, packets = results[name, scale]
+            note = "" if rc == 0 else (" killed" if rc == -9 else f" rc {rc}")
+            cells.append(f"{rss:.0f} MB, {wall:.1f} s ({packets / wall / 1e6:.2f} M pkt/s){note}")
+        ratio = results[name, top][1] / results[name, 1][1]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {ratio:.2f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ import pyarrow.parquet as pq
 
 from traceflow.cli.ingest import CAPTURE_PATTERNS, check_dataset_output
 from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
-                                   table_output_option)
+                                   reorder_option, table_output_option, warn_reordering)
 from traceflow.errors import TraceflowError
 from traceflow.scale.parallel import executor_options
 
+#: the flow columns the summary reads
+SUMMARY_COLUMNS = ("proto", "close", "handshake", "packets", "bytes", "source")
 #: what a directory input is searched for (recursively): captures and packets Parquet tables
 INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
 
@@ -19,9 +21,9 @@ INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
 def flows_of_file(path, idle_timeout=300.0, partitions=1):
     """The flow table of one capture or packets Parquet file; the task :func:`flows_dataset`
     maps over the input files (top level, so worker processes can import it)."""
-    from traceflow.flows import flows, scan_packets
+    from traceflow.flows import flows
 
-    return flows(scan_packets(path), idle_timeout=idle_timeout, partitions=partitions)
+    return flows(path, idle_timeout=idle_timeout, partitions=partitions)
 
 
 def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor="local",
@@ -53,11 +55,12 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="Process the endpoint pairs in this many disjoint parts (bounds memory for "
                    "packet tables larger than RAM).")
+@reorder_option
 @executor_options
 @filter_options("flows")
 @json_option
-def command(inputs, output, head, dataset, idle_timeout, partitions, executor, workers, scheduler,
-            filter_, proto, as_json):
+def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, executor, workers,
+            scheduler, filter_, proto, as_json):
     """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet; files, globs
     or directories).
 
@@ -77,7 +80,7 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, executor, w
     import polars as pl
 
     from traceflow import units
-    from traceflow.flows import load_flows
+    from traceflow.flows.table import load_flows, write_flows
     from traceflow.flows.lifetimes import flows_summary
     from traceflow.output import table_format, write_table
     from traceflow.scale.parallel import expand_paths, resolve_executor
@@ -101,13 +104,19 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, executor, w
     else:
         if dataset or executor or workers or scheduler:
             raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
+        files, notes = expand_paths(inputs, INPUT_PATTERNS), []
         if output:
             table_format(output)  # an unknown suffix fails before the work
-        table = select_rows(load_flows(expand_paths(inputs, INPUT_PATTERNS),
-                                       idle_timeout=idle_timeout, partitions=partitions),
-                            filter_, proto)
-        if output:
-            write_table(table, output, head=head)
+        if output and table_format(output) == "parquet" and row_filter(filter_, proto) is None:
+            # streamed: the flows are written as they end, only the summary's columns are kept
+            table = write_flows(files, output, columns=SUMMARY_COLUMNS, idle_timeout=idle_timeout,
+                                partitions=partitions, reorder=reorder, notes=notes)
+        else:
+            table = select_rows(load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
+                                           reorder=reorder, notes=notes), filter_, proto)
+            if output:
+                write_table(table, output, head=head)
+        warn_reordering(notes)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]
     summary = flows_summary(table)

@@ -162,6 +162,8 @@ class _Guard:
         if self.partial:
             self._line(self.partial)
         code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            _remove_child_temporaries(sys.argv[1:])
         if code != 0 and (self.starved or self._child_starved()):
             # the held native lines (panics, allocation failures) are this one line's detail
             _write(f"traceflow: error: {self._starved_message()}\n".encode())
@@ -190,6 +192,22 @@ class _Guard:
         if self.error:  # e.g. a worker's allocation failed; the coordinator said what it lost
             return f"{self.error}: {out_of_memory(detail)}"
         return f"{command_name(sys.argv[1:])}: {out_of_memory(detail)}"
+
+
+def _remove_child_temporaries(argv):
+    """A child that aborted (native allocation failure, signal) could not remove the temporaries
+    of its outputs (-o), which streamed commands write as they go: remove them now."""
+    from traceflow.atomic import remove_stale
+
+    for i, arg in enumerate(argv):
+        if arg in ("-o", "--output") and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--output="):
+            path = arg.partition("=")[2]
+        else:
+            continue
+        if path != "-":
+            remove_stale(path)
 
 
 def _pidfd(pid):

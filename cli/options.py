@@ -132,3 +132,29 @@ def check_json_output(path):
 
     if path is not None and Path(path).suffix.lower() != ".json":
         raise TraceflowError("this output is JSON: give it a .json name", path=path)
+
+
+def reorder_option(f):
+    """``--reorder-window``: put packets in timestamp order within this window ('off': keep
+    capture order); the value is float seconds or None."""
+    def convert(ctx, param, value):
+        if value in ("off", "0"):
+            return None
+        return Duration().convert(value, param, ctx)
+
+    return click.option("--reorder-window", "reorder", default="1s", show_default=True,
+                        callback=convert,
+                        help="Put packets back in timestamp order within this window (captures "
+                             "merged from several interfaces); 'off' keeps capture order. What "
+                             "was re-ordered, or could not be, is reported on stderr.")(f)
+
+
+def warn_reordering(notes):
+    """Print one warning per input whose timestamps were out of order (``notes``: ``(input,
+    report)`` pairs of :func:`traceflow.flows.load_flows`)."""
+    from traceflow.errors import warn
+    from traceflow.pcap.reorder import describe
+
+    for name, report in notes:
+        if (text := describe(report)) is not None:
+            warn(text, path=name)

@@ -2,7 +2,8 @@
 import click
 
 from traceflow import units
-from traceflow.cli.options import Duration, echo_json, filter_options, json_option
+from traceflow.cli.options import (Duration, echo_json, filter_options, json_option,
+                                   reorder_option, warn_reordering)
 from traceflow.errors import TraceflowError
 
 COLUMNS = ["auto", "rtt_min", "rtt_median", "rtt_p90", "rtt_handshake", "rtt_min3", "rtt_syn",
@@ -13,6 +14,9 @@ VANTAGE = {  # what the far half of the path (capture -> far host -> capture) is
                 "without timestamps the handshake and requests",
     "unknown": "mid-path or no handshakes to tell; both halves are timed"}
 MAX_PATH_LINES = 20
+#: the flow columns the summary reads
+FLOW_COLUMNS = ["proto", "client_addr", "server_addr", "payload_bytes_c2s", "payload_bytes_s2c",
+                *COLUMNS[1:]]
 
 
 def _classes(text):
@@ -52,9 +56,10 @@ def _classes(text):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --samples writes: .parquet, .arrow, .csv, .tsv or .json.")
 @filter_options("flows")
+@reorder_option
 @json_option
 def command(input_path, column, per, classes, bins, max_classes, idle_timeout, timestamps,
-            samples, output, filter_, proto, as_json):
+            samples, output, filter_, proto, reorder, as_json):
     """Print the RTT distribution, spectrum and RTT classes of INPUT (capture, packets or flows
     Parquet), and the minimum RTT of every path.
 
@@ -72,7 +77,7 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
     from traceflow.errors import warn
     from traceflow.flows.rtt import rtt_summary
     from traceflow.output import table_format
-    from traceflow.selection import select_rows
+    from traceflow.selection import row_filter, select_rows
 
     try:
         wanted = _classes(classes)
@@ -82,7 +87,10 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
         raise TraceflowError("--samples and -o go together")
     if output is not None:
         table_format(output)  # an unknown suffix fails before any work
-    table = select_rows(_flows(input_path, idle_timeout, timestamps, output), filter_, proto)
+    # a filter may name any flow column; without one only the columns the summary reads are kept
+    keep = FLOW_COLUMNS if row_filter(filter_, proto) is None else None
+    table = select_rows(_flows(input_path, idle_timeout, timestamps, output, reorder, keep),
+                        filter_, proto)
     summary = rtt_summary(table.filter(table["proto"] == 6), column=column, per=per,
                           classes=wanted, bins=bins, max_classes=max_classes)
     if summary["warning"]:
@@ -93,20 +101,26 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
     _print(summary)
 
 
-def _flows(input_path, idle_timeout, timestamps, samples_path):
+def _flows(input_path, idle_timeout, timestamps, samples_path, reorder, keep):
     """The flow table of INPUT; with ``samples_path``, write its RTT samples there too."""
     from traceflow.flows import input_kind, load_flows
 
+    notes = []
     if samples_path is None:
-        return load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps)
+        table = load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps,
+                           columns=keep, reorder=reorder, notes=notes)
+        warn_reordering(notes)
+        return table
     if input_kind(input_path) == "flows":
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)
-    from traceflow.flows import flows_with_rtt_samples, scan_packets
+    from traceflow.flows import flows_with_rtt_samples
     from traceflow.output import write_table
 
-    table, samples = flows_with_rtt_samples(scan_packets(input_path), idle_timeout=idle_timeout,
+    table, samples = flows_with_rtt_samples(input_path, idle_timeout=idle_timeout,
+                                            reorder=reorder, notes=notes,
                                             timestamps=timestamps)
+    warn_reordering((input_path, report) for report in notes)
     write_table(samples, samples_path)
     return table
 

@@ -123,36 +123,24 @@ def test_first_echo_only_and_unechoed_tsvals_dropped():
 
 def _kernel_batch(path):
     """The per-packet columns the flows pass hands the sampler, for a whole capture."""
-    from traceflow.flows.flowsplit import pair_ids, split_connections
+    from traceflow.flows.flowsplit import FlowSplitter
+    from traceflow.flows.table import _prepare
     from traceflow.pcap.reader import read_packets
 
-    df = pl.from_arrow(read_packets(path)).filter(pl.col("ip_version").is_not_null())
-    words = [pl.col(s).bin.reinterpret(dtype=pl.Array(pl.UInt64, 2), endianness="big")
-             .arr.get(i).alias(f"{s}{i}") for s in ("src", "dst") for i in (0, 1)]
-    keys = df.select(*words, pl.col("sport", "dport").fill_null(0), "proto")
-    gid, fwd = pair_ids(*(keys[c].to_numpy() for c in keys.columns))
-    is_tcp = ((df["proto"] == 6) & df["tcp_flags"].is_not_null()).to_numpy().astype(np.uint8)
-    cols = {"ts": df["ts"].dt.epoch("ns").to_numpy(), "is_tcp": is_tcp,
-            "flags": df["tcp_flags"].fill_null(0).to_numpy(),
-            "seq": df["seq"].fill_null(0).to_numpy(), "ack": df["ack"].fill_null(0).to_numpy(),
-            "payload": df["payload_len"].fill_null(0).cast(pl.Int64).to_numpy(),
-            "has_ts": df["tsval"].is_not_null().to_numpy(),
-            "tsval": df["tsval"].fill_null(0).to_numpy(),
-            "tsecr": df["tsecr"].fill_null(0).to_numpy(), "fwd": fwd}
-    packets, _ = split_connections(gid, cols["ts"], fwd, is_tcp, cols["flags"].astype(np.uint16),
-                                   cols["seq"].astype(np.uint32), cols["payload"], 300 * 10**9)
-    return {**cols, **{k: packets[k] for k in ("conn", "rel", "retrans")}}
+    df = _prepare(pl.from_arrow(read_packets(path)), 1, (0, 1))
+    cols = {c: df[c].to_numpy() for c in df.columns}
+    used, out = FlowSplitter(300 * 10**9).feed(cols, final=True)
+    assert used == df.height
+    return {**cols, **out}
 
 
 @pytest.mark.parametrize("name", ["slips_test-cc-capture-1.pcap", "ppa_ftp-crack.pcap"])
 def test_batch_by_batch_equals_one_pass(name):
     """The sampler keeps only per-connection state: cutting the packet stream anywhere gives
-    the same samples and the same per-connection summary (a capture with timestamps, one
-    without)."""
+    the same samples (a capture with timestamps, one without)."""
     batch = _kernel_batch(shared_path("captures", name))
     n = batch["ts"].size
-    whole = RttSampler(300 * 10**9)
-    one = whole.feed(batch)
+    one = RttSampler(300 * 10**9).feed(batch)
     assert one["rtt"].size > 1000
     cuts = np.sort(np.random.default_rng(7).choice(np.arange(1, n), 40, replace=False))
     pieces = RttSampler(300 * 10**9)
@@ -160,8 +148,6 @@ def test_batch_by_batch_equals_one_pass(name):
              for a, b in zip([0, *cuts], [*cuts, n])]
     for key in one:
         assert np.array_equal(np.concatenate([p[key] for p in parts]), one[key]), key
-    for key, values in whole.finish().items():
-        assert np.array_equal(pieces.finish()[key], values), key
     assert set(BATCH_COLUMNS) <= set(batch)
 
 

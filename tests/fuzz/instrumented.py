@@ -30,7 +30,9 @@ def build(out_dir, *, cc, cflags, ldflags, modules=tuple(SOURCES)):
     out_dir.mkdir(parents=True, exist_ok=True)
     exts = [Extension(name, [str(SOURCES[name])], include_dirs=[numpy.get_include()],
                       define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                      extra_compile_args=list(cflags), extra_link_args=list(ldflags))
+                      extra_compile_args=list(cflags),
+                      # "cc -shared" does not link the C++ runtime a C++ module needs
+                      extra_link_args=list(ldflags) + (["-lstdc++"] if _is_cpp(name) else []))
             for name in modules]
     exts = cythonize(exts, language_level=3, build_dir=str(out_dir / "c"), quiet=True,
                      compiler_directives={"boundscheck": False, "wraparound": False,
@@ -43,6 +45,12 @@ def build(out_dir, *, cc, cflags, ldflags, modules=tuple(SOURCES)):
     cmd.ensure_finalized()
     cmd.run()
     return {name: Path(cmd.get_ext_fullpath(name)) for name in modules}
+
+
+def _is_cpp(name):
+    """The module's source asks Cython for C++ (``# distutils: language = c++``)."""
+    with open(SOURCES[name]) as f:
+        return "language = c++" in f.readline()
 
 
 def load(out_dir, modules=tuple(SOURCES)):

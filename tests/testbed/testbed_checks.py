@@ -53,7 +53,7 @@ def require_testbed(cc="reno"):
 def cli_json(*args):
     result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)   # warnings go to stderr
 
 
 def ground_truth(run):

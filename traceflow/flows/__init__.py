@@ -12,8 +12,8 @@ re-exported lazily, so importing a sibling submodule does not load Polars.
 """
 import importlib
 
-_TABLE = ("flows", "flows_with_rtt_samples", "load_flows", "scan_packets", "input_kind",
-          "FLOW_SCHEMA", "CLOSE_REASONS", "HANDSHAKE_STATES")
+_TABLE = ("flows", "flows_with_rtt_samples", "load_flows", "packet_batches", "scan_packets",
+          "input_kind", "FLOW_SCHEMA", "CLOSE_REASONS", "HANDSHAKE_STATES")
 
 
 def __getattr__(name):

@@ -1,4 +1,5 @@
-"""The sequential core of :mod:`traceflow.flows`: connection splitting, sequence space, handshake.
+# distutils: language = c++
+"""The sequential core of :mod:`traceflow.flows`: a streaming connection splitter.
 
 Why a kernel: three rules are genuinely sequential. (1) A SYN starts a new connection when its ISN
 differs from the base sequence number of its direction *in the current connection*, and that base
@@ -6,18 +7,54 @@ is reset by the split itself (recursive, so no exact closed form as window expre
 handshake is an ordered chain of events (SYN → SYN/ACK → final ACK → first data → second data),
 each defined relative to the previous one. (3) Sequence analysis carries running per-direction
 state (unwrapped sequence number, highest byte sent). One O(n) pass in capture order with state
-per endpoint pair does all three; as Polars window expressions over a sorted table the same work
-took ~10x longer, and the sort alone (a gather of every column) cost more than this whole pass.
-Counting (packets, bytes per direction) stays in Polars group-by aggregations.
+per endpoint pair does all three, and the counters of every connection too.
+
+Streaming: :class:`FlowSplitter` keeps state only for the endpoint pairs that have an open
+connection (a hash table of pairs, their current connection's counters, handshake events and
+sequence space), consumes packets batch by batch, and hands out each connection's row when it
+is finished: replaced by a new connection on the same pair, or expired because the capture's
+clock passed its pair's last packet by more than the idle timeout, or at the end of the input.
+Memory is O(open endpoint pairs + one batch), whatever the capture's length.
 """
 import numpy as np
 
+from cython.operator cimport dereference as deref, predecrement as dec
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libcpp.map cimport map as cmap
+from libcpp.vector cimport vector
 
 cdef uint16_t FIN = 0x01
 cdef uint16_t SYN = 0x02
 cdef uint16_t RST = 0x04
 cdef uint16_t ACK = 0x10
+
+#: packets a lone-timestamp decision may look ahead for its pair's next packet
+LOOKAHEAD = 1 << 16
+#: packets the expiry clock looks ahead (a lone far-ahead timestamp must not expire every pair)
+CLOCK_AHEAD = 2
+
+# Per-pair state of the pair's open connection (columns of ``_p``).
+PAIR_FIELDS = ("used", "port_a", "port_b", "proto", "ip_version", "pair_ts", "conn", "start",
+               "end", "first_fwd", "client_fwd", "t_syn", "t_synack", "t_ack", "t_data1",
+               "t_data2", "cause", "has_ports")
+cdef enum:
+    P_USED, P_PA, P_PB, P_PROTO, P_IPVER, P_PAIR_TS, P_CONN, P_START, P_END, P_FIRST_FWD, \
+        P_CLIENT, P_T_SYN, P_T_SA, P_T_ACK, P_T_D1, P_T_D2, P_CAUSE, P_HAS_PORTS, NP
+# Per-direction state, row 2 * pair + direction (1 = sent by the pair's smaller endpoint "a").
+DIR_FIELDS = ("seen", "base", "last_seq", "pos", "occ_set", "occ_max", "data_set", "data_lo",
+              "data_hi", "packets", "bytes", "payload", "frame_bytes", "syn", "synack", "fin",
+              "rst", "app", "irregular", "retransmissions", "tcp")
+cdef enum:
+    D_SEEN, D_BASE, D_LAST_SEQ, D_POS, D_OCC_SET, D_OCC_MAX, D_DATA_SET, D_DATA_LO, D_DATA_HI, \
+        D_PACKETS, D_BYTES, D_PAYLOAD, D_FRAME, D_SYN, D_SYNACK, D_FIN, D_RST, D_APP, D_IRREG, \
+        D_RETRANS, D_TCP, ND
+#: columns of a finished connection's row: the pair's key (uint64 address halves, stored as
+#: int64 bits), :data:`PAIR_FIELDS`, :data:`DIR_FIELDS` of direction a then b (suffixes _a, _b)
+#: and ``at_end`` (still open at the end of the input)
+ROW_FIELDS = (("a_hi", "a_lo", "b_hi", "b_lo") + PAIR_FIELDS
+              + tuple(f + "_a" for f in DIR_FIELDS) + tuple(f + "_b" for f in DIR_FIELDS)
+              + ("at_end",))
+cdef int NROW = 4 + NP + 2 * ND + 1
 
 
 cdef inline uint64_t _mix(uint64_t x) nogil:
@@ -38,6 +75,12 @@ cdef inline bint _src_first(uint64_t s_hi, uint64_t s_lo, uint16_t sp,
     if s_lo != d_lo:
         return s_lo < d_lo
     return sp <= dp
+
+
+cdef inline uint64_t _pair_hash(uint64_t a_hi, uint64_t a_lo, uint64_t b_hi, uint64_t b_lo,
+                                uint16_t pa, uint16_t pb, uint8_t proto) nogil:
+    return _mix(a_hi ^ _mix(a_lo ^ _mix(b_hi ^ _mix(b_lo ^ (
+        (<uint64_t>pa << 24) | (<uint64_t>pb << 8) | proto)))))
 
 
 def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[:] dst_hi,
@@ -72,8 +115,7 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
             else:
                 a_hi, a_lo, pa, b_hi, b_lo, pb = (dst_hi[i], dst_lo[i], dport[i],
                                                   src_hi[i], src_lo[i], sport[i])
-            h = _mix(a_hi ^ _mix(a_lo ^ _mix(b_hi ^ _mix(b_lo ^ (
-                (<uint64_t>pa << 24) | (<uint64_t>pb << 8) | proto[i])))))
+            h = _pair_hash(a_hi, a_lo, b_hi, b_lo, pa, pb, proto[i])
             j = h & mask
             while True:
                 k = slots[j]
@@ -96,221 +138,426 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
     return ids_arr, fwd_arr
 
 
-def split_connections(const int64_t[:] gid, const int64_t[:] ts,
-                      const uint8_t[:] fwd, const uint8_t[:] is_tcp, const uint16_t[:] flags,
-                      const uint32_t[:] seq, const int64_t[:] payload, int64_t idle_ns):
-    """Split packets (in capture order) into connections and extract per-connection events.
+cdef void _cover_add(cmap[int64_t, int64_t]& m, int64_t s, int64_t e):
+    """Add the byte range [s, e) to the disjoint ranges ``m`` (start → end), merging."""
+    cdef cmap[int64_t, int64_t].iterator it = m.upper_bound(s), prev
+    if it != m.begin():
+        prev = it
+        dec(prev)
+        if deref(prev).second >= s:
+            if deref(prev).second >= e:
+                return
+            s = deref(prev).first
+            it = prev
+    while it != m.end() and deref(it).first <= e:
+        if deref(it).second > e:
+            e = deref(it).second
+        it = m.erase(it)
+    m[s] = e
 
-    ``gid[i]`` numbers the endpoint pair of packet i (0 .. n_pairs-1, see :func:`pair_ids`);
-    ``fwd[i]`` its direction (0/1) within the pair; ``payload[i]`` the transport payload length;
-    ``idle_ns`` the idle timeout in nanoseconds.
 
-    A connection of a pair ends before packet i when the gap to the pair's previous packet
-    exceeds ``idle_ns`` (unless packet i's timestamp is a lone glitch: the pair's next packet
-    jumps back by more than ``idle_ns``), or when i is a TCP SYN (without ACK) whose sequence
-    number differs from the base sequence number of its direction in the connection (the ISN of
-    an earlier SYN, else the first seen sequence number minus one). A retransmitted SYN (same
-    ISN) stays. Connections are numbered 0, 1, ... in the order of their first packets.
+cdef int64_t _cover_sum(cmap[int64_t, int64_t]& m):
+    cdef int64_t total = 0
+    for item in m:
+        total += item.second - item.first
+    return total
 
-    Returns ``(packets, conns)``, dicts of NumPy arrays.
 
-    Per packet: ``conn`` int64; ``rel`` int64 sequence number relative to the first packet of its
-    direction in the connection, unwrapped by signed 32-bit steps (0 for non-TCP); ``retrans``
-    uint8, the segment occupies sequence space (SYN, payload, FIN) starting below the highest
-    sequence number already sent in its direction; ``new_bytes`` int64, payload bytes above
-    everything sent before in its direction; ``irregular`` uint8, the payload starts above the
-    highest byte sent (a hole a later segment may fill) or below the lowest, so summing
-    ``new_bytes`` may undercount the direction's coverage.
+cdef class FlowSplitter:
+    """Split a packet stream (capture order) into connections, batch by batch.
 
-    Per connection: ``first``, ``last`` int64 indices of its first and last packet; ``cause``
-    uint8 why it starts (0 first of its pair, 1 idle gap, 2 new ISN);
-    ``last_of_pair`` uint8; ``client_fwd`` int8 direction of the client (sender of the first SYN
-    without ACK, else receiver of the first SYN/ACK, else -1 = first sender); handshake event
-    times ``t_syn``, ``t_synack``, ``t_ack``, ``t_data1``, ``t_data2`` (int64 ns, -1 = none):
-    the client's first SYN, the server's first SYN/ACK, the final ACK (the client's first ACK
-    without SYN/RST after the server's SYN/ACK, or after the SYN if no SYN/ACK was seen), and
-    the first two packets with payload after it, in either direction.
+    ``idle_ns``: idle timeout (ns). A connection of an endpoint pair ends before packet i when
+    the gap to the pair's previous packet exceeds ``idle_ns`` (unless packet i's timestamp is a
+    lone glitch: the pair's next packet, if it comes within :data:`LOOKAHEAD` packets, jumps back
+    by more than ``idle_ns``), or when i is a TCP SYN (without ACK) whose sequence number
+    differs from the base sequence number of its direction in the connection (the ISN of an
+    earlier SYN, else the first seen sequence number minus one). A retransmitted SYN (same ISN)
+    stays. Connections are numbered 0, 1, ... in the order of their first packets (``conn``).
+
+    A pair's state is dropped (its connection finished) once the capture's clock — the
+    smallest timestamp of the current packet and the :data:`CLOCK_AHEAD` after it, so a lone
+    timestamp far ahead expires nothing — is more than ``idle_ns`` past the pair's last packet;
+    pairs are checked whenever the clock has advanced by an eighth of ``idle_ns``.
     """
-    cdef Py_ssize_t n = ts.shape[0], i, j
-    cdef int64_t n_pairs = 0
-    for i in range(n):
-        if gid[i] + 1 > n_pairs:
-            n_pairs = gid[i] + 1
-    packets = {name: np.zeros(n, dtype=dt) for name, dt in [
-        ("conn", np.int64), ("rel", np.int64), ("retrans", np.uint8),
-        ("new_bytes", np.int64), ("irregular", np.uint8)]}
-    cdef int64_t[:] conn = packets["conn"]
-    cdef int64_t[:] rel = packets["rel"]
-    cdef uint8_t[:] retrans = packets["retrans"]
-    cdef int64_t[:] new_bytes = packets["new_bytes"]
-    cdef uint8_t[:] irregular = packets["irregular"]
+    cdef readonly int64_t idle_ns, n_conns, n_open, n_rows
+    cdef int64_t n_pairs_cap, next_sweep, free_pair
+    cdef object _pk, _pp, _pd, _rows_arr, _table_arr
+    cdef uint64_t[:, :] pkey        # pair -> a_hi, a_lo, b_hi, b_lo
+    cdef int64_t[:, :] p            # pair -> PAIR_FIELDS (P_USED: 0 free, 1 used; free list in P_CONN)
+    cdef int64_t[:, :] d            # 2 * pair + direction -> DIR_FIELDS
+    cdef int64_t[:, :] rows         # finished connections, ROW_FIELDS
+    cdef int64_t[:] table           # hash slot -> pair, -1 empty
+    cdef uint64_t mask
+    cdef vector[cmap[int64_t, int64_t]] cover   # payload ranges of irregular directions
 
-    # next packet of the same pair (for the timestamp-glitch rule)
-    nxt_arr = np.full(n, -1, dtype=np.int64)
-    later_arr = np.full(n_pairs, -1, dtype=np.int64)
-    cdef int64_t[:] nxt = nxt_arr
-    cdef int64_t[:] later = later_arr
-    for i in range(n - 1, -1, -1):
-        nxt[i] = later[gid[i]]
-        later[gid[i]] = i
+    def __init__(self, int64_t idle_ns):
+        self.idle_ns = idle_ns
+        self.n_conns = self.n_open = 0
+        self.n_pairs_cap = 0
+        self.free_pair = -1
+        self.next_sweep = -(1 << 62)
+        self._grow_pairs(1024)
+        self._reset_rows()
 
-    # per pair: current connection, last timestamp
-    cur_arr = np.full(n_pairs, -1, dtype=np.int64)
-    pts_arr = np.zeros(n_pairs, dtype=np.int64)
-    cdef int64_t[:] cur = cur_arr
-    cdef int64_t[:] pair_ts = pts_arr
+    cdef _grow_pairs(self, int64_t capacity):
+        old = self.n_pairs_cap
+        pk = np.zeros((capacity, 4), dtype=np.uint64)
+        pp = np.zeros((capacity, NP), dtype=np.int64)
+        pd = np.zeros((2 * capacity, ND), dtype=np.int64)
+        if old:
+            pk[:old], pp[:old], pd[:2 * old] = self._pk, self._pp, self._pd
+        # the added pairs form the free list (linked through P_CONN)
+        pp[old:capacity - 1, P_CONN] = np.arange(old + 1, capacity)
+        pp[capacity - 1, P_CONN] = self.free_pair
+        self.free_pair = old
+        self._pk, self._pp, self._pd = pk, pp, pd
+        self.pkey, self.p, self.d = pk, pp, pd
+        self.n_pairs_cap = capacity
+        self.cover.resize(2 * capacity)
+        self._rehash()
 
-    # per connection (grown as needed)
-    cdef int64_t capacity = max(1024, n_pairs)
-    conns = _conn_arrays(capacity)
-    cdef int64_t[:] t_syn = conns["t_syn"]
-    cdef int64_t[:] t_sa = conns["t_synack"]
-    cdef int64_t[:] t_ack = conns["t_ack"]
-    cdef int64_t[:] t_d1 = conns["t_data1"]
-    cdef int64_t[:] t_d2 = conns["t_data2"]
-    cdef uint8_t[:] cause = conns["cause"]
-    cdef int8_t[:] client = conns["client_fwd"]
-    cdef int64_t[:] first = conns["first"]
-    cdef int64_t[:] last = conns["last"]
-    # per direction of a pair's current connection, indexed [2 * pair + direction]
-    dir_state = {name: np.zeros(2 * n_pairs, dtype=dt) for name, dt in [
-        ("seen", np.uint8), ("base", np.uint32), ("last_seq", np.uint32), ("pos", np.int64),
-        ("occ_set", np.uint8), ("occ_max", np.int64), ("data_set", np.uint8),
-        ("data_lo", np.int64), ("data_hi", np.int64)]}
-    cdef uint8_t[:] seen = dir_state["seen"]
-    cdef uint32_t[:] base = dir_state["base"]
-    cdef uint32_t[:] last_seq = dir_state["last_seq"]
-    cdef int64_t[:] dpos = dir_state["pos"]
-    cdef uint8_t[:] occ_set = dir_state["occ_set"]
-    cdef int64_t[:] occ_max = dir_state["occ_max"]
-    cdef uint8_t[:] data_set = dir_state["data_set"]
-    cdef int64_t[:] data_lo = dir_state["data_lo"]
-    cdef int64_t[:] data_hi = dir_state["data_hi"]
+    cdef _rehash(self):
+        """Rebuild the hash table over the used pairs (after growth or expiry)."""
+        cdef uint64_t cap = 1024, j
+        cdef int64_t q
+        while cap < 2 * <uint64_t>self.n_pairs_cap:
+            cap <<= 1
+        self._table_arr = np.full(cap, -1, dtype=np.int64)
+        self.table = self._table_arr
+        self.mask = cap - 1
+        for q in range(self.n_pairs_cap):
+            if self.p[q, P_USED]:
+                j = _pair_hash(self.pkey[q, 0], self.pkey[q, 1], self.pkey[q, 2], self.pkey[q, 3],
+                               <uint16_t>self.p[q, P_PA], <uint16_t>self.p[q, P_PB],
+                               <uint8_t>self.p[q, P_PROTO]) & self.mask
+                while self.table[j] >= 0:
+                    j = (j + 1) & self.mask
+                self.table[j] = q
 
-    cdef int64_t n_conns = 0, c, g, k, r, start, end, occupied, t
-    cdef uint8_t d, why
-    cdef uint16_t f
-    cdef bint split, syn_only, synack, is_client
-    for i in range(n):
-        g = gid[i]
-        d = fwd[i] & 1
-        f = flags[i]
-        t = ts[i]
-        c = cur[g]
-        split = False
-        if c < 0:
-            split = True
-            why = 0
-        else:
-            if t - pair_ts[g] > idle_ns:
+    cdef _reset_rows(self):
+        self._rows_arr = np.zeros((256, NROW), dtype=np.int64)
+        self.rows = self._rows_arr
+        self.n_rows = 0
+
+    cdef int64_t _lookup(self, uint64_t a_hi, uint64_t a_lo, uint64_t b_hi, uint64_t b_lo,
+                         uint16_t pa, uint16_t pb, uint8_t proto) except -2:
+        """The pair's index, or a new pair (fresh state) if it has none."""
+        cdef uint64_t j = _pair_hash(a_hi, a_lo, b_hi, b_lo, pa, pb, proto) & self.mask
+        cdef int64_t q
+        while True:
+            q = self.table[j]
+            if q < 0:
+                break
+            if (self.pkey[q, 0] == a_hi and self.pkey[q, 1] == a_lo and self.pkey[q, 2] == b_hi
+                    and self.pkey[q, 3] == b_lo and self.p[q, P_PA] == pa
+                    and self.p[q, P_PB] == pb and self.p[q, P_PROTO] == proto):
+                return q
+            j = (j + 1) & self.mask
+        if self.free_pair < 0:
+            self._grow_pairs(2 * self.n_pairs_cap)
+            return self._lookup(a_hi, a_lo, b_hi, b_lo, pa, pb, proto)
+        q = self.free_pair
+        self.free_pair = self.p[q, P_CONN]
+        self.table[j] = q
+        self.pkey[q, 0], self.pkey[q, 1], self.pkey[q, 2], self.pkey[q, 3] = a_hi, a_lo, b_hi, b_lo
+        self.p[q, P_USED] = 1
+        self.p[q, P_PA], self.p[q, P_PB], self.p[q, P_PROTO] = pa, pb, proto
+        self.p[q, P_CONN] = -1
+        self.n_open += 1
+        return q
+
+    cdef _emit(self, int64_t q, bint at_end):
+        """Append pair ``q``'s current connection to the finished rows."""
+        cdef int64_t r = self.n_rows, k, c = 0, dd
+        if r == self.rows.shape[0]:
+            grown = np.zeros((2 * r, NROW), dtype=np.int64)
+            grown[:r] = self._rows_arr
+            self._rows_arr = grown
+            self.rows = grown
+        for k in range(4):
+            self.rows[r, c] = <int64_t>self.pkey[q, k]
+            c += 1
+        for k in range(NP):
+            self.rows[r, c] = self.p[q, k]
+            c += 1
+        for dd in (1, 0):
+            for k in range(ND):
+                self.rows[r, c] = self.d[2 * q + dd, k]
+                c += 1
+            if self.d[2 * q + dd, D_IRREG]:   # exact coverage where payload came out of order
+                self.rows[r, c - ND + D_APP] = _cover_sum(self.cover[2 * q + dd])
+        self.rows[r, c] = at_end
+        self.n_rows += 1
+
+    cdef _start(self, int64_t q, int64_t t, uint8_t fwd, uint8_t ipver, uint8_t why,
+                uint8_t has_ports):
+        """A new connection on pair ``q``, first packet at ``t`` sent in direction ``fwd``."""
+        cdef int64_t k, dd
+        for k in range(P_PAIR_TS, NP):
+            self.p[q, k] = -1
+        self.p[q, P_IPVER] = ipver
+        self.p[q, P_CONN] = self.n_conns
+        self.n_conns += 1
+        self.p[q, P_START] = t
+        self.p[q, P_FIRST_FWD] = fwd
+        self.p[q, P_CAUSE] = why
+        self.p[q, P_HAS_PORTS] = has_ports
+        for dd in range(2):
+            for k in range(ND):
+                self.d[2 * q + dd, k] = 0
+            self.cover[2 * q + dd].clear()
+
+    cdef _expire(self, int64_t clock):
+        """Finish the connections of pairs silent for more than the idle timeout at ``clock``."""
+        cdef int64_t q, n = 0
+        for q in range(self.n_pairs_cap):
+            if self.p[q, P_USED] and clock - self.p[q, P_PAIR_TS] > self.idle_ns:
+                self._emit(q, False)
+                self._free(q)
+                n += 1
+        if n:
+            self._rehash()
+
+    cdef _free(self, int64_t q):
+        self.p[q, P_USED] = 0
+        self.p[q, P_CONN] = self.free_pair
+        self.free_pair = q
+        self.n_open -= 1
+
+    def finished(self):
+        """The rows of the connections finished since the last call: a dict of NumPy arrays
+        named :data:`ROW_FIELDS` (``a_hi`` ... ``b_lo`` as uint64), in the order they ended."""
+        rows = self._rows_arr[:self.n_rows]
+        out = {name: rows[:, i].copy() for i, name in enumerate(ROW_FIELDS)}
+        for name in ("a_hi", "a_lo", "b_hi", "b_lo"):
+            out[name] = out[name].view(np.uint64)
+        self._reset_rows()
+        return out
+
+    def min_start(self):
+        """The earliest start (ns) of the open connections and of the finished ones not yet
+        handed out by :meth:`finished`, None without any."""
+        cdef int64_t q, best = 0
+        cdef bint found = False
+        for q in range(self.n_pairs_cap):
+            if self.p[q, P_USED] and self.p[q, P_CONN] >= 0 and (
+                    not found or self.p[q, P_START] < best):
+                best = self.p[q, P_START]
+                found = True
+        for q in range(self.n_rows):
+            if not found or self.rows[q, 4 + P_START] < best:
+                best = self.rows[q, 4 + P_START]
+                found = True
+        return best if found else None
+
+    def close(self):
+        """End of the input: finish every open connection (``at_end`` = 1)."""
+        cdef int64_t q
+        for q in range(self.n_pairs_cap):
+            if self.p[q, P_USED]:
+                self._emit(q, True)
+                self._free(q)
+        self._rehash()
+
+    def feed(self, cols, bint final=False):
+        """Consume packets ``cols`` (a dict of NumPy arrays, capture order): ``ts`` (int64 ns),
+        ``src_hi``, ``src_lo``, ``dst_hi``, ``dst_lo`` (uint64), ``sport``, ``dport`` (uint16,
+        0 when absent), ``has_ports``, ``proto``, ``ip_version``, ``is_tcp`` (uint8), ``flags``
+        (uint16),
+        ``seq`` (uint32), ``payload``, ``ip_len``, ``wirelen`` (int64).
+
+        Decisions may need packets after the ones fed (a lone-timestamp decision, the expiry
+        clock): unless ``final``, the kernel stops before the first packet it cannot decide yet
+        and returns how many it consumed; feed the rest again in front of the next batch.
+
+        Returns ``(n, packets)``: the number of packets consumed and, for them, a dict of NumPy
+        arrays: ``conn`` int64; ``slot`` int64, the pair's state index (reused after the pair
+        expires); ``fresh`` uint8, the packet opens its connection; ``fwd`` uint8, sent by the
+        pair's smaller endpoint; ``rel`` int64, the sequence number relative to the first packet
+        of its direction in the connection, unwrapped by signed 32-bit steps (0 for non-TCP);
+        ``retrans`` uint8, the segment occupies sequence space (SYN, payload, FIN) starting below
+        the highest sequence number already sent in its direction.
+        """
+        ts_arr = np.ascontiguousarray(cols["ts"], dtype=np.int64)
+        keys = [np.ascontiguousarray(cols[c], dtype=np.uint64)
+                for c in ("src_hi", "src_lo", "dst_hi", "dst_lo")]
+        ports = [np.ascontiguousarray(cols[c], dtype=np.uint16) for c in ("sport", "dport")]
+        proto_arr = np.ascontiguousarray(cols["proto"], dtype=np.uint8)
+        gid_arr, fwd_arr = pair_ids(*keys, *ports, proto_arr)
+        n = ts_arr.shape[0]
+        # next packet of the same pair within this input (for the lone-timestamp rule)
+        nxt_arr = np.full(n, -1, dtype=np.int64)
+        later_arr = np.full(int(gid_arr.max()) + 1 if n else 0, -1, dtype=np.int64)
+        _next_of_pair(gid_arr, nxt_arr, later_arr)
+        out = {name: np.zeros(n, dtype=dt) for name, dt in [
+            ("conn", np.int64), ("slot", np.int64), ("fresh", np.uint8), ("rel", np.int64),
+            ("retrans", np.uint8)]}
+        used = self._feed(ts_arr, *keys, *ports, proto_arr,
+                          np.ascontiguousarray(cols["has_ports"], dtype=np.uint8),
+                          np.ascontiguousarray(cols["ip_version"], dtype=np.uint8),
+                          np.ascontiguousarray(cols["is_tcp"], dtype=np.uint8),
+                          np.ascontiguousarray(cols["flags"], dtype=np.uint16),
+                          np.ascontiguousarray(cols["seq"], dtype=np.uint32),
+                          np.ascontiguousarray(cols["payload"], dtype=np.int64),
+                          np.ascontiguousarray(cols["ip_len"], dtype=np.int64),
+                          np.ascontiguousarray(cols["wirelen"], dtype=np.int64),
+                          fwd_arr, nxt_arr, out["conn"], out["slot"], out["fresh"], out["rel"],
+                          out["retrans"], final)
+        out["fwd"] = fwd_arr
+        return used, {name: values[:used] for name, values in out.items()}
+
+    def _feed(self, const int64_t[:] ts, const uint64_t[:] src_hi, const uint64_t[:] src_lo,
+              const uint64_t[:] dst_hi, const uint64_t[:] dst_lo, const uint16_t[:] sport,
+              const uint16_t[:] dport, const uint8_t[:] proto, const uint8_t[:] has_ports,
+              const uint8_t[:] ipver,
+              const uint8_t[:] is_tcp, const uint16_t[:] flags, const uint32_t[:] seq,
+              const int64_t[:] payload, const int64_t[:] ip_len, const int64_t[:] wirelen,
+              const uint8_t[:] fwd, const int64_t[:] nxt, int64_t[:] conn, int64_t[:] slot,
+              uint8_t[:] fresh, int64_t[:] rel, uint8_t[:] retrans, bint final):
+        cdef Py_ssize_t n = ts.shape[0], i, j, m
+        cdef int64_t q, k, r, start, end, occupied, t, clock, step = max(self.idle_ns // 8, 1)
+        cdef uint8_t dd, why
+        cdef uint16_t f
+        cdef bint split, syn_only, synack, is_client
+        cdef int64_t lookahead = LOOKAHEAD
+        for i in range(n):
+            if not final and i + CLOCK_AHEAD >= n:
+                return i
+            t = ts[i]
+            clock = t
+            for m in range(i + 1, min(i + 1 + CLOCK_AHEAD, n)):
+                if ts[m] < clock:
+                    clock = ts[m]
+            if clock >= self.next_sweep:
+                self._expire(clock)
+                self.next_sweep = clock + step
+            dd = fwd[i] & 1
+            if dd:
+                q = self._lookup(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i], dport[i],
+                                 proto[i])
+            else:
+                q = self._lookup(dst_hi[i], dst_lo[i], src_hi[i], src_lo[i], dport[i], sport[i],
+                                 proto[i])
+            f = flags[i]
+            split = False
+            if self.p[q, P_CONN] < 0:
+                split = True
+                why = 0
+            elif t - self.p[q, P_PAIR_TS] > self.idle_ns:
                 j = nxt[i]
+                if j < 0 and not final and n - i <= lookahead:
+                    return i           # the pair's next packet may come in the next batch
+                if j - i > lookahead:
+                    j = -1
                 # A lone timestamp far ahead of both neighbours is a clock glitch, not an idle
                 # period: keep the packet, and measure the next gap from before it.
-                if not (j >= 0 and ts[j] < t - idle_ns):
+                if not (j >= 0 and ts[j] < t - self.idle_ns):
                     split = True
                     why = 1
-            elif (is_tcp[i] and (f & (SYN | ACK)) == SYN and seen[2 * g + d]
-                  and seq[i] != base[2 * g + d]):
+            elif (is_tcp[i] and (f & (SYN | ACK)) == SYN and self.d[2 * q + dd, D_SEEN]
+                  and seq[i] != self.d[2 * q + dd, D_BASE]):
                 split = True
                 why = 2
-        if split:
-            if n_conns == capacity:
-                capacity *= 2
-                conns = _conn_arrays(capacity, conns)
-                t_syn, t_sa, t_ack = conns["t_syn"], conns["t_synack"], conns["t_ack"]
-                t_d1, t_d2 = conns["t_data1"], conns["t_data2"]
-                cause, client = conns["cause"], conns["client_fwd"]
-                first, last = conns["first"], conns["last"]
-            c = n_conns
-            n_conns += 1
-            cur[g] = c
-            cause[c] = why
-            first[c] = i
-            seen[2 * g] = seen[2 * g + 1] = 0
-            occ_set[2 * g] = occ_set[2 * g + 1] = 0
-            data_set[2 * g] = data_set[2 * g + 1] = 0
-        if split or t - pair_ts[g] <= idle_ns:
-            pair_ts[g] = t
-        conn[i] = c
-        last[c] = i
-        if not is_tcp[i]:
-            continue
+            if split:
+                if self.p[q, P_CONN] >= 0:
+                    self._emit(q, False)
+                self._start(q, t, dd, ipver[i], why, has_ports[i])
+            if split or t - self.p[q, P_PAIR_TS] <= self.idle_ns:
+                self.p[q, P_PAIR_TS] = t
+            self.p[q, P_END] = t
+            conn[i] = self.p[q, P_CONN]
+            slot[i] = q
+            fresh[i] = split
 
-        # sequence space of direction d
-        k = 2 * g + d
-        if not seen[k]:
-            seen[k] = 1
-            base[k] = seq[i] if f & SYN else <uint32_t>(seq[i] - 1)
-            dpos[k] = 0
-        else:
-            dpos[k] += <int32_t>(seq[i] - last_seq[k])
-        last_seq[k] = seq[i]
-        r = dpos[k]
-        rel[i] = r
-        occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
-        if occupied > 0:
-            if occ_set[k] and r < occ_max[k]:
-                retrans[i] = 1
-            if not occ_set[k] or r + occupied > occ_max[k]:
-                occ_max[k] = r + occupied
-            occ_set[k] = 1
-        if payload[i] > 0:
-            start = r + (1 if f & SYN else 0)
-            end = start + payload[i]
-            if not data_set[k]:
-                data_lo[k] = start
-                data_hi[k] = end
-                data_set[k] = 1
-                new_bytes[i] = payload[i]
+            # counters of direction dd
+            k = 2 * q + dd
+            self.d[k, D_PACKETS] += 1
+            self.d[k, D_BYTES] += ip_len[i]
+            self.d[k, D_PAYLOAD] += payload[i]
+            self.d[k, D_FRAME] += wirelen[i]
+            if (f & (SYN | ACK)) == SYN:
+                self.d[k, D_SYN] += 1
+            elif (f & (SYN | ACK)) == (SYN | ACK):
+                self.d[k, D_SYNACK] += 1
+            if f & FIN:
+                self.d[k, D_FIN] = 1
+            if f & RST:
+                self.d[k, D_RST] = 1
+            if not is_tcp[i]:
+                continue
+            self.d[k, D_TCP] = 1
+
+            # sequence space of direction dd
+            if not self.d[k, D_SEEN]:
+                self.d[k, D_SEEN] = 1
+                self.d[k, D_BASE] = seq[i] if f & SYN else <uint32_t>(seq[i] - 1)
+                self.d[k, D_POS] = 0
             else:
-                if start > data_hi[k] or start < data_lo[k]:
-                    irregular[i] = 1
-                    if start < data_lo[k]:
-                        data_lo[k] = start
-                if end > data_hi[k]:
-                    new_bytes[i] = end - (start if start > data_hi[k] else data_hi[k])
-                    data_hi[k] = end
+                self.d[k, D_POS] += <int32_t>(seq[i] - <uint32_t>self.d[k, D_LAST_SEQ])
+            self.d[k, D_LAST_SEQ] = seq[i]
+            r = self.d[k, D_POS]
+            rel[i] = r
+            occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
+            if occupied > 0:
+                if self.d[k, D_OCC_SET] and r < self.d[k, D_OCC_MAX]:
+                    retrans[i] = 1
+                    self.d[k, D_RETRANS] += 1
+                if not self.d[k, D_OCC_SET] or r + occupied > self.d[k, D_OCC_MAX]:
+                    self.d[k, D_OCC_MAX] = r + occupied
+                self.d[k, D_OCC_SET] = 1
+            if payload[i] > 0:
+                start = r + (1 if f & SYN else 0)
+                end = start + payload[i]
+                if not self.d[k, D_DATA_SET]:
+                    self.d[k, D_DATA_LO] = start
+                    self.d[k, D_DATA_HI] = end
+                    self.d[k, D_DATA_SET] = 1
+                    self.d[k, D_APP] += payload[i]
+                else:
+                    if not self.d[k, D_IRREG] and (start > self.d[k, D_DATA_HI]
+                                                   or start < self.d[k, D_DATA_LO]):
+                        # out of order: from now on keep the exact union of payload ranges,
+                        # seeded with the contiguous range covered so far
+                        self.d[k, D_IRREG] = 1
+                        _cover_add(self.cover[k], self.d[k, D_DATA_LO], self.d[k, D_DATA_HI])
+                    if self.d[k, D_IRREG]:
+                        _cover_add(self.cover[k], start, end)
+                    if start < self.d[k, D_DATA_LO]:
+                        self.d[k, D_DATA_LO] = start
+                    if end > self.d[k, D_DATA_HI]:
+                        self.d[k, D_APP] += end - (start if start > self.d[k, D_DATA_HI]
+                                                   else self.d[k, D_DATA_HI])
+                        self.d[k, D_DATA_HI] = end
 
-        # handshake events
-        syn_only = (f & (SYN | ACK)) == SYN
-        synack = (f & (SYN | ACK)) == (SYN | ACK)
-        if client[c] < 0:
-            if syn_only:
-                client[c] = d
-            elif synack:
-                client[c] = 1 - d
-        is_client = client[c] == d
-        if syn_only and is_client:
-            if t_syn[c] < 0:
-                t_syn[c] = t
-        elif synack and client[c] >= 0 and not is_client:
-            if t_sa[c] < 0:
-                t_sa[c] = t
-        elif (is_client and t_ack[c] < 0 and (f & (SYN | ACK | RST)) == ACK
-              and (t_sa[c] >= 0 or t_syn[c] >= 0)):
-            t_ack[c] = t
-            continue
-        if payload[i] > 0 and t_ack[c] >= 0:
-            if t_d1[c] < 0:
-                t_d1[c] = t
-            elif t_d2[c] < 0:
-                t_d2[c] = t
-
-    conns = {name: values[:n_conns] for name, values in conns.items()}
-    last_of_pair = np.zeros(n_conns, dtype=np.uint8)
-    last_of_pair[cur_arr[cur_arr >= 0]] = 1
-    conns["last_of_pair"] = last_of_pair
-    return packets, conns
+            # handshake events
+            syn_only = (f & (SYN | ACK)) == SYN
+            synack = (f & (SYN | ACK)) == (SYN | ACK)
+            if self.p[q, P_CLIENT] < 0:
+                if syn_only:
+                    self.p[q, P_CLIENT] = dd
+                elif synack:
+                    self.p[q, P_CLIENT] = 1 - dd
+            is_client = self.p[q, P_CLIENT] == dd
+            if syn_only and is_client:
+                if self.p[q, P_T_SYN] < 0:
+                    self.p[q, P_T_SYN] = t
+            elif synack and self.p[q, P_CLIENT] >= 0 and not is_client:
+                if self.p[q, P_T_SA] < 0:
+                    self.p[q, P_T_SA] = t
+            elif (is_client and self.p[q, P_T_ACK] < 0 and (f & (SYN | ACK | RST)) == ACK
+                  and (self.p[q, P_T_SA] >= 0 or self.p[q, P_T_SYN] >= 0)):
+                self.p[q, P_T_ACK] = t
+                continue
+            if payload[i] > 0 and self.p[q, P_T_ACK] >= 0:
+                if self.p[q, P_T_D1] < 0:
+                    self.p[q, P_T_D1] = t
+                elif self.p[q, P_T_D2] < 0:
+                    self.p[q, P_T_D2] = t
+        return n
 
 
-def _conn_arrays(capacity, old=None):
-    """Per-connection output arrays of ``capacity`` rows (copying ``old`` into them)."""
-    arrays = {name: np.full(capacity, -1, dtype=np.int64) for name in
-              ["t_syn", "t_synack", "t_ack", "t_data1", "t_data2"]}
-    arrays.update({name: np.zeros(capacity, dtype=np.int64) for name in ["first", "last"]})
-    arrays["cause"] = np.zeros(capacity, dtype=np.uint8)
-    arrays["client_fwd"] = np.full(capacity, -1, dtype=np.int8)
-    if old is not None:
-        for name, values in old.items():
-            arrays[name][:len(values)] = values
-    return arrays
+cdef void _next_of_pair(const int64_t[:] gid, int64_t[:] nxt, int64_t[:] later) noexcept:
+    cdef Py_ssize_t i
+    for i in range(gid.shape[0] - 1, -1, -1):
+        nxt[i] = later[gid[i]]
+        later[gid[i]] = i

@@ -19,35 +19,13 @@ Times inside are int64 nanoseconds; the tables handed out use seconds.
 import numpy as np
 import polars as pl
 
-from traceflow.flows.rttsample import BATCH_COLUMNS, RttSampler, nearest_other
+from traceflow.flows.rttsample import nearest_other
 
 RTT_COLUMNS = {"rtt_samples": pl.Int64, "rtt_min": pl.Float64, "rtt_median": pl.Float64,
                "rtt_p90": pl.Float64}
 SAMPLE_SCHEMA = {"ts": pl.Datetime("ns"), "connection": pl.Int64, "half": pl.String,
                  "rtt": pl.Float64, "path_rtt": pl.Float64, "frame": pl.Int64,
                  "opening_frame": pl.Int64}
-
-
-def sample_packets(df, *, max_ns, timestamps=True):
-    """Run the sampler over the packets ``df`` of the flows pass (capture order, with the
-    splitter's ``conn``, ``fwd``, ``rel``, ``retrans``, the flows pass's ``is_tcp``, ``flags``,
-    ``payload`` and ``frame``, the 1-based row number of the packet in its input). ``max_ns``:
-    longest sample kept. Returns ``(samples, summary)``: the samples as a DataFrame
-    (:meth:`~traceflow.flows.rttsample.RttSampler.feed`'s columns; ``frame`` and ``opening_frame``
-    instead of the packet indices) and the per-connection minima and counts of
-    :meth:`~traceflow.flows.rttsample.RttSampler.finish`."""
-    batch = df.select(
-        "conn", "fwd", ts=pl.col("ts").dt.epoch("ns"), is_tcp="is_tcp", flags="flags",
-        rel="rel", seq=pl.col("seq").fill_null(0), ack=pl.col("ack").fill_null(0),
-        payload="payload", retrans="retrans", has_ts=pl.col("tsval").is_not_null(),
-        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0),
-    )
-    sampler = RttSampler(max_ns, timestamps)
-    samples = pl.DataFrame(sampler.feed({c: batch[c].to_numpy() for c in BATCH_COLUMNS}))
-    frame = df["frame"].cast(pl.Int64)
-    samples = samples.with_columns(frame=frame.gather(samples["packet"]),
-                                   opening_frame=frame.gather(samples["opener"]))
-    return samples.drop("packet", "opener"), sampler.finish()
 
 
 def path_samples(samples):
@@ -63,24 +41,21 @@ def path_samples(samples):
     return samples.with_columns(path=pl.when(other >= 0).then(pl.col("rtt") + other))
 
 
-def connection_rtts(path, summary, n_conns):
-    """The per-connection columns :data:`RTT_COLUMNS` (seconds) for connections 0 ..
-    ``n_conns - 1``, plus ``conn``, from the :func:`path_samples` and the summary of
-    :func:`sample_packets`."""
-    mins = np.full((n_conns, 2), -1, dtype=np.int64)
-    counts = np.zeros((n_conns, 2), dtype=np.int64)
-    seen = summary["min_rtt"].shape[0]
-    mins[:seen], counts[:seen] = summary["min_rtt"], summary["count"]
-    both = (mins >= 0).all(axis=1)
-    table = pl.DataFrame({
-        "conn": np.arange(n_conns, dtype=np.int64),
-        "rtt_samples": np.where(both, counts.sum(axis=1), 0),
-        "rtt_min": pl.Series(mins.sum(axis=1) / 1e9).scatter(np.flatnonzero(~both), None),
-    })
-    quantiles = path.drop_nulls("path").group_by("conn").agg(
-        rtt_median=pl.col("path").quantile(0.5, "linear") / 1e9,
-        rtt_p90=pl.col("path").quantile(0.9, "linear") / 1e9)
-    return table.join(quantiles, on="conn", how="left").select("conn", *RTT_COLUMNS)
+def connection_rtts(path):
+    """The per-connection columns :data:`RTT_COLUMNS` (seconds), plus ``conn``, of the
+    connections that have samples in :func:`path_samples` ``path``."""
+    halves = path.group_by("conn").agg(
+        *[pl.col("rtt").filter(pl.col("side") == s).min().alias(f"min_{s}") for s in (0, 1)],
+        n=pl.len(),
+        rtt_median=pl.col("path").drop_nulls().quantile(0.5, "linear") / 1e9,
+        rtt_p90=pl.col("path").drop_nulls().quantile(0.9, "linear") / 1e9)
+    both = pl.col("min_0").is_not_null() & pl.col("min_1").is_not_null()
+    # NumPy divides exactly (Polars multiplies long columns by the reciprocal)
+    seconds = (halves["min_0"] + halves["min_1"]).fill_null(0).to_numpy() / 1e9
+    return halves.select(
+        "conn", rtt_samples=pl.when(both).then(pl.col("n")).otherwise(0).cast(pl.Int64),
+        rtt_min=pl.when(both).then(pl.Series(seconds)),
+        rtt_median="rtt_median", rtt_p90="rtt_p90")
 
 
 def labelled_samples(path, flows_of_conn):

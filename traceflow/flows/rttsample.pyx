@@ -22,8 +22,10 @@ A sample belongs to the *half* of the path beyond the host that closed it: the p
 The two halves of a connection sum to its path RTT at any vantage point.
 
 The state is per connection and direction only (pending TSvals and pending segment ends, in
-FIFO lists of a shared node pool, plus the last sequence number seen), so :class:`RttSampler`
-consumes a capture batch by batch: ``feed`` each batch in capture order, then ``finish``.
+FIFO lists of a shared node pool, plus the last sequence number seen), held in the state slot the
+splitter (:class:`traceflow.flows.flowsplit.FlowSplitter`) gives the connection's endpoint pair
+and reset when a new connection takes the slot, so :class:`RttSampler` consumes a capture batch
+by batch (``feed`` each batch in capture order) in memory bounded by the open connections.
 Times are int64 nanoseconds.
 """
 import numpy as np
@@ -41,7 +43,8 @@ cdef uint8_t HAS_TSVAL = 2   # last_tsval holds the newest TSval opened in the d
 TIMESTAMP, SEQUENCE = 0, 1
 
 #: the per-packet columns :meth:`RttSampler.feed` reads (NumPy dtypes)
-BATCH_COLUMNS = {"conn": np.int64, "fwd": np.uint8, "ts": np.int64, "is_tcp": np.uint8,
+BATCH_COLUMNS = {"conn": np.int64, "slot": np.int64, "fresh": np.uint8, "frame": np.int64,
+                 "fwd": np.uint8, "ts": np.int64, "is_tcp": np.uint8,
                  "flags": np.uint16, "rel": np.int64, "seq": np.uint32, "ack": np.uint32,
                  "payload": np.int64, "retrans": np.uint8, "has_ts": np.uint8,
                  "tsval": np.uint32, "tsecr": np.uint32}
@@ -61,10 +64,10 @@ cdef class RttSampler:
     """
     cdef readonly int64_t max_ns
     cdef readonly bint timestamps
-    cdef int64_t n_seen, n_slots, n_nodes, free_node, n_conns
+    cdef int64_t n_slots, n_nodes, free_node
     # per connection direction, slot k = 2 * conn + direction
     cdef object _slot_arrays
-    cdef int64_t[:] last_rel, min_rtt, count
+    cdef int64_t[:] last_rel
     # FIFO list l = 2 * slot + (0 pending TSvals, 1 pending segment ends): first and last node
     cdef int64_t[:] head, tail
     cdef uint32_t[:] last_raw, last_tsval
@@ -77,15 +80,14 @@ cdef class RttSampler:
     def __init__(self, int64_t max_ns, bint timestamps=True):
         self.max_ns = max_ns
         self.timestamps = timestamps
-        self.n_seen = self.n_slots = self.n_nodes = self.n_conns = 0
+        self.n_slots = self.n_nodes = 0
         self.free_node = -1
         self._grow_slots(2048)
         self._grow_nodes(4096)
 
     cdef _grow_slots(self, int64_t capacity):
         specs = [("head", np.int64, -1, 2), ("tail", np.int64, -1, 2),
-                 ("last_rel", np.int64, 0, 1), ("min_rtt", np.int64, -1, 1),
-                 ("count", np.int64, 0, 1), ("last_raw", np.uint32, 0, 1),
+                 ("last_rel", np.int64, 0, 1), ("last_raw", np.uint32, 0, 1),
                  ("last_tsval", np.uint32, 0, 1), ("state", np.uint8, 0, 1)]
         new = {name: np.full(per * capacity, fill, dtype=dt) for name, dt, fill, per in specs}
         if self.n_slots:
@@ -94,7 +96,7 @@ cdef class RttSampler:
         self._slot_arrays = new
         self.n_slots = capacity
         self.head, self.tail = new["head"], new["tail"]
-        self.last_rel, self.min_rtt, self.count = new["last_rel"], new["min_rtt"], new["count"]
+        self.last_rel = new["last_rel"]
         self.last_raw, self.last_tsval = new["last_raw"], new["last_tsval"]
         self.state = new["state"]
 
@@ -137,37 +139,54 @@ cdef class RttSampler:
         self.node_next[node] = self.free_node
         self.free_node = node
 
+    cdef void _reset(self, int64_t s) noexcept:
+        """Forget the state of slot ``s``'s two directions (a new connection took it)."""
+        cdef int64_t k, l
+        for k in range(2 * s, 2 * s + 2):
+            if k >= self.n_slots:
+                return
+            for l in range(2 * k, 2 * k + 2):
+                while self.head[l] >= 0:
+                    self._pop(l)
+            self.last_rel[k] = 0
+            self.last_raw[k] = 0
+            self.last_tsval[k] = 0
+            self.state[k] = 0
+
     def feed(self, batch):
         """Consume the next packets (capture order) and return their samples.
 
         ``batch``: a mapping (dict, Polars DataFrame) of equal-length columns
-        :data:`BATCH_COLUMNS`: ``conn`` (connection index, 0-based, from
-        :func:`traceflow.flows.flowsplit.split_connections`, numbered across batches), ``fwd``
-        (direction), ``ts`` (ns), ``is_tcp``, ``flags`` (TCP flags), ``rel`` (sequence number
-        relative to the direction's first packet, unwrapped, as the splitter computes),
-        ``seq``/``ack`` (raw), ``payload`` (bytes), ``retrans`` (the splitter's flag),
-        ``has_ts`` (the timestamp option is present), ``tsval``/``tsecr``.
+        :data:`BATCH_COLUMNS`: ``conn`` (connection number, reported with the samples),
+        ``slot`` (the connection's state slot, :meth:`FlowSplitter.feed
+        <traceflow.flows.flowsplit.FlowSplitter.feed>`), ``fresh`` (the packet opens its
+        connection: the slot's state is reset), ``frame`` (the packet's number, reported with
+        the samples), ``fwd`` (direction), ``ts`` (ns), ``is_tcp``, ``flags`` (TCP flags),
+        ``rel`` (sequence number relative to the direction's first packet, unwrapped, as the
+        splitter computes), ``seq``/``ack`` (raw), ``payload`` (bytes), ``retrans`` (the
+        splitter's flag), ``has_ts`` (the timestamp option is present), ``tsval``/``tsecr``.
 
         Returns a dict of NumPy arrays, one entry per sample, in capture order of the closing
-        packets: ``packet`` (index of the closing packet in the whole stream fed so far),
-        ``opener`` (index of the packet it answers), ``ts`` (closing time), ``conn``, ``side``
-        (the closing packet's direction: the half the sample measures), ``rtt`` (ns) and
-        ``kind`` (:data:`TIMESTAMP` or :data:`SEQUENCE`).
+        packets: ``frame`` (of the closing packet), ``opening_frame`` (of the packet it
+        answers), ``ts`` (closing time), ``conn``, ``side`` (the closing packet's direction: the
+        half the sample measures), ``rtt`` (ns) and ``kind`` (:data:`TIMESTAMP` or
+        :data:`SEQUENCE`).
         """
         cols = [np.ascontiguousarray(batch[name], dtype=dt) for name, dt in BATCH_COLUMNS.items()]
         return self._feed(*cols)
 
-    def _feed(self, const int64_t[:] conn, const uint8_t[:] fwd, const int64_t[:] ts,
+    def _feed(self, const int64_t[:] conn, const int64_t[:] slot, const uint8_t[:] fresh,
+              const int64_t[:] frame, const uint8_t[:] fwd, const int64_t[:] ts,
               const uint8_t[:] is_tcp, const uint16_t[:] flags, const int64_t[:] rel,
               const uint32_t[:] seq, const uint32_t[:] ack, const int64_t[:] payload,
               const uint8_t[:] retrans, const uint8_t[:] has_ts, const uint32_t[:] tsval,
               const uint32_t[:] tsecr):
         cdef Py_ssize_t n = conn.shape[0], i
         out = {name: np.empty(n, dtype=dt) for name, dt in [
-            ("packet", np.int64), ("opener", np.int64), ("ts", np.int64), ("conn", np.int64),
-            ("side", np.uint8), ("rtt", np.int64), ("kind", np.uint8)]}
-        cdef int64_t[:] o_packet = out["packet"]
-        cdef int64_t[:] o_opener = out["opener"]
+            ("frame", np.int64), ("opening_frame", np.int64), ("ts", np.int64),
+            ("conn", np.int64), ("side", np.uint8), ("rtt", np.int64), ("kind", np.uint8)]}
+        cdef int64_t[:] o_packet = out["frame"]
+        cdef int64_t[:] o_opener = out["opening_frame"]
         cdef int64_t[:] o_ts = out["ts"]
         cdef int64_t[:] o_conn = out["conn"]
         cdef uint8_t[:] o_side = out["side"]
@@ -180,9 +199,11 @@ cdef class RttSampler:
         cdef uint32_t x
         cdef bint use_ts
         for i in range(n):
+            c = slot[i]
+            if fresh[i]:
+                self._reset(c)
             if not is_tcp[i]:
                 continue
-            c = conn[i]
             d = fwd[i] & 1
             k = 2 * c + d          # this packet's direction
             o = 2 * c + 1 - d      # the direction it answers
@@ -191,8 +212,6 @@ cdef class RttSampler:
                 while need <= 2 * c + 1:
                     need *= 2
                 self._grow_slots(need)
-            if c + 1 > self.n_conns:
-                self.n_conns = c + 1
             f = flags[i]
             t = ts[i]
             use_ts = self.timestamps and has_ts[i]
@@ -220,23 +239,20 @@ cdef class RttSampler:
             if opened >= 0:
                 rtt = t - opened
                 if 0 <= rtt <= self.max_ns:
-                    o_packet[m] = self.n_seen + i
+                    o_packet[m] = frame[i]
                     o_opener[m] = opener
                     o_ts[m] = t
-                    o_conn[m] = c
+                    o_conn[m] = conn[i]
                     o_side[m] = d
                     o_rtt[m] = rtt
                     o_kind[m] = kind
                     m += 1
-                    if self.min_rtt[k] < 0 or rtt < self.min_rtt[k]:
-                        self.min_rtt[k] = rtt
-                    self.count[k] += 1
 
             # 2. what does it ask the other side to answer?
             if use_ts:
                 x = tsval[i]
                 if not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x):
-                    self._push(2 * k, x, t, self.n_seen + i)
+                    self._push(2 * k, x, t, frame[i])
                     self.last_tsval[k] = x
                     self.state[k] |= HAS_TSVAL
             else:
@@ -245,20 +261,11 @@ cdef class RttSampler:
                     while self.head[2 * k + 1] >= 0:     # Karn's rule
                         self._pop(2 * k + 1)
                 elif occupied > 0:
-                    self._push(2 * k + 1, rel[i] + occupied, t, self.n_seen + i)
+                    self._push(2 * k + 1, rel[i] + occupied, t, frame[i])
             self.last_raw[k] = seq[i]
             self.last_rel[k] = rel[i]
             self.state[k] |= SEEN
-        self.n_seen += n
         return {name: values[:m] for name, values in out.items()}
-
-    def finish(self):
-        """Per-connection summary of everything fed: ``min_rtt`` (ns, -1 = no sample) and
-        ``count``, int64 arrays of shape (connections, 2), column = ``side``. Pending samples
-        (never answered) are dropped."""
-        n = self.n_conns
-        return {name: np.asarray(self._slot_arrays[name][:2 * n]).reshape(n, 2).copy()
-                for name in ("min_rtt", "count")}
 
 
 def nearest_other(const int64_t[:] conn, const int64_t[:] ts, const uint8_t[:] side,

@@ -4,10 +4,12 @@ The flow table follows the "Flows" contract of DESIGN.md. How a flow is delimite
 
 - Packets are grouped by their unordered endpoint pair (address, port, address, port, protocol)
   and kept in capture order (not timestamp order: after a clock step backwards the packets of a
-  connection still follow each other as they were seen).
+  connection still follow each other as they were seen; ``reorder`` puts them in timestamp
+  order within a window first, :mod:`traceflow.pcap.reorder`).
 - A flow ends before a packet when the gap since the previous packet of the pair exceeds
-  ``idle_timeout`` seconds (a lone timestamp far ahead of both neighbours is a clock glitch and
-  splits nothing), or (TCP) when the packet is a SYN without ACK whose ISN differs from
+  ``idle_timeout`` seconds (a lone timestamp far ahead of both neighbours — the pair's next
+  packet, within 65536 packets, is more than ``idle_timeout`` behind it — is a clock glitch and
+  splits nothing, while its connection is open), or (TCP) when the packet is a SYN without ACK whose ISN differs from
   the base sequence number of its direction in the current connection (port reuse; the rule
   Wireshark uses for ``tcp.stream``). A SYN with the same ISN is a retransmission: counted in
   ``syn_count``, no new flow. Late packets after a FIN/RST stay in their connection.
@@ -44,10 +46,15 @@ excluded); ``retransmissions`` counts segments occupying sequence space (SYN, pa
 start below the highest sequence number already sent in that direction (retransmissions,
 including retransmitted SYNs, and reordered segments).
 
-Implementation: Polars does the columnar work (projection, address halves, group-by counters,
-per-flow columns); the sequential rules (ISN-based splitting, handshake event chain, running
-sequence-space state) run in one O(n) pass of the Cython kernel :mod:`traceflow.flows.flowsplit`,
-which also numbers endpoint pairs with a hash table so no sort of the packets is needed.
+Implementation, streaming (issue 17): packets are read batch by batch (:func:`packet_batches`);
+the Cython kernel :class:`traceflow.flows.flowsplit.FlowSplitter` keeps state for open endpoint
+pairs only (a hash table, so no sort of the packets) and does the sequential rules (ISN-based
+splitting, handshake event chain, sequence space, exact payload coverage) and the counters in
+one O(n) pass; a connection is finished when a new one replaces it on its pair or the capture's
+clock passes its last packet by more than ``idle_timeout``. Polars turns finished connections
+into flow rows, and :class:`FlowStream` hands them out in start order as soon as no open
+connection can start earlier, so memory is O(open connections + one batch) whatever the
+capture's length; ``traceflow flows -o`` writes them chunk by chunk (:func:`write_flows`).
 
 Extra columns beyond the contract: ``ip_version``, ``frame_bytes`` (captured frames' wire lengths,
 link header included, as Wireshark's ``frame.len``), ``synack_count``, the path RTT columns.
@@ -60,7 +67,7 @@ import pyarrow as pa
 
 from traceflow.errors import InputFormatError
 from traceflow.flows.pathrtt import RTT_COLUMNS
-from traceflow.pcap.schema import ACK, FIN, RST, SYN, TCP
+from traceflow.pcap.schema import TCP
 
 CLOSE_REASONS = ("FIN", "RST", "IDLE", "EOF")
 HANDSHAKE_STATES = ("complete", "partial", "none")
@@ -86,75 +93,279 @@ FLOW_SCHEMA = {
 }
 
 
-def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True):
-    """Build the flow table of a packets table (see the module docstring for the rules).
+BATCH_ROWS = 1 << 16    # packets per batch when streaming an input
+COLLECT_ROWS = 1 << 13  # finished connections turned into flow rows at a time
 
-    ``packets``: the path of a capture or packets Parquet table, or a pyarrow Table, Polars
-    DataFrame or LazyFrame with the packets schema
-    (:mod:`traceflow.pcap.schema`; only ts, wirelen, ip_version, src, dst, ip_len, proto, sport,
-    dport, tcp_flags, seq, ack, payload_len, tsval, tsecr are read). ``idle_timeout``: seconds.
-    ``partitions``: split the work into that many disjoint sets of endpoint pairs (hash of the
-    pair), each collected separately from the lazy input, so memory is bounded by about
-    1/partitions of the packets (useful for Parquet inputs larger than memory; each partition
-    rescans the input). ``timestamps``: False samples the path RTT columns from sequence numbers
-    only, ignoring the TCP timestamp option (:mod:`traceflow.flows.pathrtt`).
+
+def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS,
+          reorder=None):
+    """Build the flow table of packets (see the module docstring for the rules).
+
+    ``packets``: a capture or packets Parquet file (path), a pyarrow Table, Polars DataFrame or
+    LazyFrame with the packets schema (:mod:`traceflow.pcap.schema`; only ts, wirelen,
+    ip_version, src, dst, ip_len, proto, sport, dport, tcp_flags, seq, ack, payload_len, tsval,
+    tsecr are read), or an iterable of such record batches. It is read ``batch_size`` packets at
+    a time and only the open connections are kept (:class:`FlowStream`), so memory does not grow
+    with the input's length. ``idle_timeout``: seconds. ``partitions``: process that many
+    disjoint sets of endpoint pairs (hash of the pair) one after the other, each one pass over
+    the input (bounds the state of a capture with very many concurrent connections).
+    ``timestamps``: False samples the path RTT columns from sequence numbers only, ignoring the
+    TCP timestamp option (:mod:`traceflow.flows.pathrtt`). ``reorder``: seconds; put the
+    packets in timestamp order within that window first (:mod:`traceflow.pcap.reorder`; None:
+    capture order, as Wireshark).
 
     Returns a Polars DataFrame, one row per flow, ordered by start, ``flow_id`` = 0, 1, ...
     """
-    return _flow_tables(packets, idle_timeout, partitions, timestamps, False)[0]
+    return _flow_tables(packets, idle_timeout, partitions, timestamps, False, batch_size,
+                        reorder)[0]
 
 
-def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True):
+def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True,
+                           batch_size=BATCH_ROWS, reorder=None, notes=None):
     """:func:`flows` and, from the same pass, every passive RTT sample: a DataFrame with
-    :data:`traceflow.flows.pathrtt.SAMPLE_SCHEMA` (``connection`` is the ``flow_id``), by time."""
-    return _flow_tables(packets, idle_timeout, partitions, timestamps, True)
+    :data:`traceflow.flows.pathrtt.SAMPLE_SCHEMA` (``connection`` is the ``flow_id``), by time.
+    ``notes``: a list that gets the re-ordering report (:meth:`FlowStream.report`)."""
+    return _flow_tables(packets, idle_timeout, partitions, timestamps, True, batch_size, reorder,
+                        notes)
 
 
-def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples):
-    if idle_timeout is None or not idle_timeout > 0:
-        raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
-    lf = scan_packets(packets) if isinstance(packets, (str, Path)) else _as_lazy(packets)
-    missing = [c for c in _PACKET_COLUMNS if c not in lf.collect_schema().names()]
-    if missing:
-        raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
-    lf = _endpoints(lf.select(_PACKET_COLUMNS).with_row_index("frame", offset=1)
-                    .filter(pl.col("ip_version").is_not_null()))
-    trace_end = lf.select(pl.col("ts").last()).collect().item()
-    idle_ns = int(round(idle_timeout * 1e9))
-    if partitions <= 1:
-        parts = [_flows_of(lf.collect(), idle_ns, trace_end, timestamps)]
-    else:
-        # symmetric in the two endpoints, so both directions land in the same partition
-        ends = [pl.struct(f"{side}_hi", f"{side}_lo", pl.col(port).fill_null(0)).hash(7)
-                for side, port in (("src", "sport"), ("dst", "dport"))]
-        part = (ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % partitions
-        parts = [_flows_of(lf.filter(part == k).collect(), idle_ns, trace_end, timestamps)
-                 for k in range(partitions)]
-    out = pl.concat([table.with_columns(part=pl.lit(k)) for k, (table, _) in enumerate(parts)],
-                    how="vertical")
-    out = out.sort(["start", "proto", "client_addr", "client_port", "server_addr", "server_port"],
-                   nulls_last=True, maintain_order=True)
-    out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
-    table = out.select([pl.col(c).cast(t) for c, t in FLOW_SCHEMA.items()])
+def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, batch_size,
+                 reorder, notes=None):
+    parts = []
+    for k in range(partitions):
+        chunks, stream = [], None
+        for chunk, stream in flow_chunks(packets, idle_timeout=idle_timeout, timestamps=timestamps,
+                                         want_samples=want_samples, part=(k, partitions),
+                                         batch_size=batch_size, reorder=reorder):
+            chunks.append(chunk)
+        if notes is not None and k == 0 and stream.report() is not None:
+            notes.append(stream.report())
+        parts.append((pl.concat(chunks, how="vertical").with_columns(part=pl.lit(k)), stream))
+    out = pl.concat([table for table, _ in parts], how="vertical")
+    if partitions > 1 or not parts[0][1].in_order:
+        out = out.sort([*SORT_KEY[:-1], "part", "conn"], nulls_last=True, maintain_order=True)
+        out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    table = out.select(list(FLOW_SCHEMA))
     if not want_samples:
         return table, None
     from traceflow.flows.pathrtt import labelled_samples
 
     keys = out.select("part", "conn", "flow_id", "client_is_a")
-    samples = pl.concat([labelled_samples(path, keys.filter(pl.col("part") == k).drop("part"))
-                         for k, (_, path) in enumerate(parts)])
+    samples = pl.concat([labelled_samples(stream.path_samples(),
+                                          keys.filter(pl.col("part") == k).drop("part"))
+                         for k, (_, stream) in enumerate(parts)])
     return table, samples.sort("ts", "connection", maintain_order=True)
 
 
-def _as_lazy(packets):
-    if isinstance(packets, pl.LazyFrame):
-        return packets
-    if isinstance(packets, pl.DataFrame):
-        return packets.lazy()
-    if isinstance(packets, (pa.Table, pa.RecordBatch)):
-        return pl.from_arrow(packets).lazy()
-    raise TypeError(f"packets must be a pyarrow Table or a Polars (Lazy)DataFrame, "
-                    f"not {type(packets).__name__}")
+def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
+                batch_size=BATCH_ROWS, reorder=None):
+    """Stream the flow table of ``packets`` (as :func:`flows`): yields ``(chunk, stream)``, each
+    chunk a DataFrame of flows (:data:`FLOW_SCHEMA` plus the splitter's ``conn`` and
+    ``client_is_a``) with consecutive ``flow_id`` s, in start order, as soon as no open or
+    later connection can start before them; ``stream`` is the :class:`FlowStream`. If
+    ``stream.in_order`` is False at the end, a connection started before flows already handed
+    out (timestamps out of order): sort the concatenated chunks by :data:`SORT_KEY` and number
+    them again."""
+    if idle_timeout is None or not idle_timeout > 0:
+        raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
+    if batch_size < 1:
+        raise InputFormatError(f"batch size must be positive, got {batch_size!r}")
+    stream = FlowStream(idle_timeout=idle_timeout, timestamps=timestamps,
+                        want_samples=want_samples, part=part, reorder=reorder)
+    for batch in packet_batches(packets, batch_size):
+        stream.feed(batch)
+        chunk = stream.release()
+        if chunk.height:
+            yield chunk, stream
+    stream.finish()
+    yield stream.release(), stream
+
+
+#: the order of the flow table (``conn``, the connection's number, breaks exact ties)
+SORT_KEY = ["start", "proto", "client_addr", "client_port", "server_addr", "server_port", "conn"]
+
+
+class FlowStream:
+    """The flows of a packet stream, fed batch by batch in capture order.
+
+    Keeps the state of the open connections only (:class:`traceflow.flows.flowsplit.FlowSplitter`
+    and :class:`traceflow.flows.rttsample.RttSampler`, plus the RTT samples of the open
+    connections, which their quantiles need), turns every connection into its flow row as soon
+    as it is finished, and :meth:`release` s the finished flows in start order. ``part``: (k, n)
+    keeps only the endpoint pairs in hash partition k of n. ``want_samples``: also keep every
+    RTT sample (:meth:`path_samples`). ``reorder``: window (seconds) of
+    :class:`traceflow.pcap.reorder.Reorder`, or None to keep capture order.
+    """
+
+    def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
+                 reorder=None):
+        from traceflow.flows.flowsplit import FlowSplitter
+        from traceflow.flows.rttsample import RttSampler
+
+        self.idle_ns = int(round(idle_timeout * 1e9))
+        self.splitter = FlowSplitter(self.idle_ns)
+        self.sampler = RttSampler(self.idle_ns, timestamps)
+        self.part = part
+        self.rows = 0           # packet rows fed (frame numbers)
+        self.carry = None       # packets the splitter has not consumed yet
+        self.pending = None     # RTT samples of open connections
+        self.trace_end = None   # timestamp (ns) of the last IP packet
+        self.last_ts = None     # timestamp (ns) of the last packet consumed
+        self.waiting = []       # finished flow rows not released yet
+        self.released = 0       # flows released (the next flow_id)
+        self.last_start = None  # start (ns) of the latest released flow
+        self.in_order = True    # no finished flow started before a released one
+        self.ended = False
+        self.samples = [] if want_samples else None
+        self.reorder = None
+        if reorder:
+            from traceflow.pcap.reorder import Reorder
+
+            self.reorder = Reorder(reorder)
+
+    def report(self):
+        """What re-ordering did (:meth:`traceflow.pcap.reorder.Reorder.report`), or None."""
+        return None if self.reorder is None else self.reorder.report()
+
+    def feed(self, batch):
+        """Consume the next packets (pyarrow RecordBatch/Table or Polars DataFrame)."""
+        df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
+        missing = [c for c in _PACKET_COLUMNS if c not in df.columns]
+        if missing:
+            raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
+        first = self.rows + 1
+        self.rows += df.height
+        df = _prepare(df, first, self.part)
+        if self.reorder is not None:
+            df = self.reorder.push(df)
+        self._consume(df)
+
+    def _consume(self, df):
+        if df is not None and df.height:
+            self.trace_end = df["ts"][-1]
+            self._run(df, final=False)
+
+    def finish(self):
+        """End of input: every open connection is finished (:meth:`release` hands them out)."""
+        if self.reorder is not None:
+            self._consume(self.reorder.flush())
+        self._run(None, final=True)
+        self.splitter.close()
+        self._collect()
+        self.ended = True
+
+    def release(self):
+        """The finished flows no connection still open, or starting later in a monotone clock,
+        can precede, sorted by :data:`SORT_KEY` and numbered on (``flow_id``): a DataFrame with
+        :data:`FLOW_SCHEMA`, ``conn`` and ``client_is_a`` (possibly empty)."""
+        schema = {**FLOW_SCHEMA, "conn": pl.Int64, "client_is_a": pl.Boolean}
+        if not self.waiting:
+            return pl.DataFrame(schema=schema)
+        waiting = pl.concat(self.waiting, how="vertical")
+        mark = None if self.ended else self._watermark()
+        if mark is None:
+            ready, self.waiting = waiting, []
+        else:
+            early = pl.col("start").dt.epoch("ns") < mark
+            ready, self.waiting = waiting.filter(early), [waiting.filter(~early)]
+        ready = ready.sort(SORT_KEY, nulls_last=True, maintain_order=True).with_columns(
+            flow_id=pl.int_range(pl.len(), dtype=pl.Int64) + self.released)
+        self.released += ready.height
+        if ready.height:
+            self.last_start = ready["start"].dt.epoch("ns").max()
+        return ready.select([pl.col(c).cast(t) for c, t in schema.items()])
+
+    def path_samples(self):
+        """The path RTT samples of every finished connection (``want_samples``;
+        :func:`traceflow.flows.pathrtt.path_samples`)."""
+        return pl.concat(self.samples) if self.samples else None
+
+    def _watermark(self):
+        """No connection not yet collected (still open, finished in the splitter, or starting
+        after the packets consumed so far if the clock runs forward) starts before this time
+        (ns)."""
+        marks = [self.splitter.min_start(), self.last_ts]
+        if self.carry is not None:
+            marks.append(self.carry["ts"].min())
+        marks = [m for m in marks if m is not None]
+        return min(marks) if marks else None
+
+    def _run(self, df, final):
+        if self.carry is not None:
+            df = self.carry if df is None else pl.concat([self.carry, df])
+        self.carry = None
+        if df is None:
+            return
+        used, out = self.splitter.feed({c: df[c].to_numpy() for c in _KERNEL_COLUMNS}, final)
+        if used < df.height:
+            self.carry = df.slice(used)
+        if used == 0:
+            return
+        done = df.slice(0, used)
+        self.last_ts = done["ts"][-1]
+        batch = {c: done[c].to_numpy() for c in _SAMPLER_COLUMNS}
+        samples = self.sampler.feed({**batch, **out})
+        samples = pl.DataFrame(samples).select("conn", "ts", "side", "rtt", "frame",
+                                                "opening_frame")
+        self.pending = samples if self.pending is None else pl.concat([self.pending, samples])
+        if self.splitter.n_rows >= COLLECT_ROWS:   # finishing rows has a fixed cost per call
+            self._collect()
+
+    def _collect(self):
+        """Flow rows of the connections the splitter finished."""
+        from traceflow.flows.flowsplit import ROW_FIELDS
+        from traceflow.flows.pathrtt import connection_rtts, path_samples
+
+        rows = self.splitter.finished()
+        if rows["conn"].size == 0:
+            return
+        conns = pl.DataFrame(rows).select(*ROW_FIELDS)
+        if self.last_start is not None and conns["start"].min() <= self.last_start:
+            self.in_order = False
+        ended = pl.col("conn").is_in(conns["conn"].implode())
+        samples = self.pending.filter(ended)
+        self.pending = self.pending.filter(~ended)
+        path = path_samples(samples)
+        conns = conns.join(connection_rtts(path), on="conn", how="left").with_columns(
+            pl.col("rtt_samples").fill_null(0))
+        conns = _close(_rtts(_columns(conns), self.idle_ns), self.idle_ns, self.trace_end)
+        self.waiting.append(_finish(conns))
+        if self.samples is not None:
+            self.samples.append(path)
+
+
+#: what the splitter reads of a prepared batch, and what the sampler reads besides its output
+_KERNEL_COLUMNS = ["ts", *_ADDR, "sport", "dport", "has_ports", "proto", "ip_version", "is_tcp",
+                   "flags", "seq", "payload", "ip_len", "wirelen"]
+_SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "has_ts", "tsval",
+                    "tsecr"]
+
+
+def _prepare(df, first_frame, part):
+    """The packets of a batch as the kernels read them: IP packets only, with ``frame`` (the
+    1-based row number in the input), addresses as uint64 halves, nulls filled."""
+    k, n = part
+    df = _endpoints(df.select(_PACKET_COLUMNS).with_row_index("frame", offset=first_frame)
+                    .filter(pl.col("ip_version").is_not_null()))
+    if n > 1:
+        # symmetric in the two endpoints, so both directions land in the same partition
+        ends = [pl.struct(f"{side}_hi", f"{side}_lo", pl.col(port).fill_null(0)).hash(7)
+                for side, port in (("src", "sport"), ("dst", "dport"))]
+        df = df.filter((ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k)
+    return df.select(
+        pl.col("frame").cast(pl.Int64), ts=pl.col("ts").dt.epoch("ns"), *_ADDR,
+        sport=pl.col("sport").fill_null(0), dport=pl.col("dport").fill_null(0),
+        has_ports=pl.col("sport").is_not_null().cast(pl.UInt8), proto="proto",
+        ip_version="ip_version",
+        is_tcp=((pl.col("proto") == TCP) & pl.col("tcp_flags").is_not_null()).cast(pl.UInt8),
+        flags=pl.col("tcp_flags").fill_null(0).cast(pl.UInt16),
+        seq=pl.col("seq").fill_null(0).cast(pl.UInt32),
+        ack=pl.col("ack").fill_null(0).cast(pl.UInt32),
+        payload=pl.col("payload_len").fill_null(0).cast(pl.Int64),
+        ip_len=pl.col("ip_len").fill_null(0).cast(pl.Int64),
+        wirelen=pl.col("wirelen").cast(pl.Int64),
+        has_ts=pl.col("tsval").is_not_null().cast(pl.UInt8),
+        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0))
 
 
 def _endpoints(lf):
@@ -167,91 +378,20 @@ def _endpoints(lf):
     return lf.with_columns(halves).drop("src", "dst")
 
 
-def _flows_of(df, idle_ns, trace_end, timestamps):
-    """Flows of the packets ``df`` (with endpoint columns, capture order), eagerly, with the
-    kernel's connection index ``conn`` and ``client_is_a``; and the path RTT samples
-    (:func:`traceflow.flows.pathrtt.path_samples`)."""
-    from traceflow.flows.flowsplit import pair_ids, split_connections
-    from traceflow.flows.pathrtt import connection_rtts, path_samples, sample_packets
-
-    if df.height == 0:
-        empty = {c: t for c, t in FLOW_SCHEMA.items() if c != "flow_id"}
-        return pl.DataFrame(schema={**empty, "conn": pl.Int64, "client_is_a": pl.Boolean}), None
-    df = df.with_columns(
-        is_tcp=(pl.col("proto") == TCP) & pl.col("tcp_flags").is_not_null(),
-        flags=pl.col("tcp_flags").fill_null(0).cast(pl.UInt16),
-        payload=pl.col("payload_len").fill_null(0).cast(pl.Int64))
-    inputs = df.select(
-        ts=pl.col("ts").dt.epoch("ns"),
-        is_tcp=pl.col("is_tcp").cast(pl.UInt8), flags="flags",
-        seq=pl.col("seq").fill_null(0).cast(pl.UInt32), payload="payload")
-    inputs = [inputs[c].to_numpy() for c in inputs.columns]
-    keys = df.select(*_ADDR, pl.col("sport", "dport").fill_null(0), "proto")
-    gid, fwd = pair_ids(*(keys[c].to_numpy() for c in keys.columns))
-    packets, conns = split_connections(gid, inputs[0], fwd, *inputs[1:], idle_ns)
-    packets["fwd"] = fwd.astype(bool)
-    df = df.with_columns(pl.Series(name, values) for name, values in packets.items())
-    events = pl.concat([_ends(df, conns), pl.DataFrame(conns)], how="horizontal")
-    events = events.with_row_index("conn").with_columns(pl.col("conn").cast(pl.Int64))
-    samples, summary = sample_packets(df, max_ns=idle_ns, timestamps=timestamps)
-    path = path_samples(samples)
-    conns = (_aggregate(df).join(events, on="conn", how="left")
-             .join(connection_rtts(path, summary, events.height), on="conn", how="left"))
-    conns = _close(_rtts(conns, idle_ns), idle_ns, trace_end)
-    return _finish(_coverage(df, conns)), path
-
-
-def _aggregate(df):
-    """Counters per connection and direction, as columns ``<name>_a`` (sent by the pair's
-    smaller endpoint) and ``<name>_b``: one group-by on (conn, direction) with plain sums and
-    maxima (Polars' fast path), then the two directions side by side."""
-    flags = pl.col("flags")
-    # one integer key (2 * conn + direction) groups ~1.6x faster than the two columns
-    per_dir = df.group_by(cd=pl.col("conn") * 2 + pl.col("fwd").cast(pl.Int64)).agg(
-        packets=pl.len().cast(pl.Int64),
-        bytes=pl.col("ip_len").cast(pl.Int64).sum(),
-        payload=pl.col("payload").sum(),
-        frame_bytes=pl.col("wirelen").cast(pl.Int64).sum(),
-        syn=((flags & (SYN | ACK)) == SYN).sum().cast(pl.Int64),
-        synack=((flags & (SYN | ACK)) == (SYN | ACK)).sum().cast(pl.Int64),
-        fin=((flags & FIN) != 0).any(), rst=((flags & RST) != 0).any(),
-        app=pl.col("new_bytes").sum(), irregular=pl.col("irregular").max().cast(pl.Boolean),
-        retransmissions=pl.col("retrans").cast(pl.Int64).sum(),
-        tcp=pl.col("is_tcp").any(),
+def _columns(conns):
+    """The splitter's rows under the names the flow columns are built from."""
+    return conns.with_columns(
+        start=pl.col("start").cast(pl.Datetime("ns")), end=pl.col("end").cast(pl.Datetime("ns")),
+        first_fwd=pl.col("first_fwd") == 1,
+        *[pl.when(pl.col("has_ports") == 1).then(pl.col(c).cast(pl.UInt16)).alias(c)
+          for c in ("port_a", "port_b")],
+        proto=pl.col("proto").cast(pl.UInt8), ip_version=pl.col("ip_version").cast(pl.UInt8),
+        rst=(pl.col("rst_a") + pl.col("rst_b")) > 0,
+        fin_a=pl.col("fin_a") > 0, fin_b=pl.col("fin_b") > 0,
+        tcp=(pl.col("tcp_a") + pl.col("tcp_b")) > 0,
+        retransmissions=pl.col("retransmissions_a") + pl.col("retransmissions_b"),
+        frame_bytes=pl.col("frame_bytes_a") + pl.col("frame_bytes_b"),
     )
-    names = ["packets", "bytes", "payload", "syn", "synack", "fin", "app", "irregular"]
-    zero = {"packets": 0, "bytes": 0, "payload": 0, "syn": 0, "synack": 0, "fin": False,
-            "app": 0, "irregular": False}
-    per_dir = per_dir.with_columns(conn=pl.col("cd") // 2, fwd=(pl.col("cd") % 2) == 1)
-    a = per_dir.filter("fwd").drop("fwd", "cd")
-    b = per_dir.filter(~pl.col("fwd")).drop("fwd", "cd")
-    both = a.join(b, on="conn", how="full", coalesce=True, suffix="_b")
-    return both.select(
-        "conn",
-        *[pl.col(n).fill_null(zero[n]).alias(f"{n}_a") for n in names],
-        *[pl.col(f"{n}_b").fill_null(zero[n]) for n in names],
-        frame_bytes=pl.sum_horizontal("frame_bytes", "frame_bytes_b"),
-        retransmissions=pl.sum_horizontal("retransmissions", "retransmissions_b"),
-        rst=pl.col("rst").fill_null(False) | pl.col("rst_b").fill_null(False),
-        tcp=pl.col("tcp").fill_null(False) | pl.col("tcp_b").fill_null(False),
-    )
-
-
-def _ends(df, conns):
-    """Endpoint pair (a = smaller endpoint), IP version, start, end and first direction of each
-    connection, gathered at the kernel's first/last packet indices."""
-    fwd = pl.col("fwd")
-
-    def a_or_b(a, b):
-        return pl.when(fwd).then(a).otherwise(b)
-
-    cols = [*_ADDR, "sport", "dport", "proto", "ip_version", "ts", "fwd"]
-    first = df.select(cols)[conns["first"]].select(
-        a_hi=a_or_b("src_hi", "dst_hi"), a_lo=a_or_b("src_lo", "dst_lo"),
-        b_hi=a_or_b("dst_hi", "src_hi"), b_lo=a_or_b("dst_lo", "src_lo"),
-        port_a=a_or_b("sport", "dport"), port_b=a_or_b("dport", "sport"),
-        proto="proto", ip_version="ip_version", start="ts", first_fwd="fwd")
-    return pl.concat([first, df.select(end="ts")[conns["last"]]], how="horizontal")
 
 
 def _rtts(conns, idle_ns):
@@ -290,37 +430,14 @@ def _rtts(conns, idle_ns):
 
 
 def _close(conns, idle_ns, trace_end):
-    quiet = (trace_end - pl.col("end")).dt.total_nanoseconds() <= idle_ns
+    """``close``: RST, FIN (both directions), EOF (open at the end of the input and its last
+    packet within the idle timeout of the input's last timestamp ``trace_end``, ns) or IDLE."""
+    quiet = trace_end - pl.col("end").dt.epoch("ns") <= idle_ns
     return conns.with_columns(
         close=pl.when(pl.col("rst")).then(pl.lit("RST"))
         .when(pl.col("fin_a") & pl.col("fin_b")).then(pl.lit("FIN"))
-        .when((pl.col("last_of_pair") == 1) & quiet).then(pl.lit("EOF"))
+        .when((pl.col("at_end") == 1) & quiet).then(pl.lit("EOF"))
         .otherwise(pl.lit("IDLE")))
-
-
-def _coverage(df, conns):
-    """Exact payload coverage for directions whose payload did not arrive in order.
-
-    For the others the kernel's ``new_bytes`` already add up to the union of payload ranges.
-    """
-    odd = pl.concat([conns.filter("irregular_a").select("conn", fwd=pl.lit(True)),
-                     conns.filter("irregular_b").select("conn", fwd=pl.lit(False))])
-    if odd.height == 0:
-        return conns
-    ranges = (df.filter(pl.col("conn").is_in(odd["conn"].unique().implode())
-                        & pl.col("is_tcp") & (pl.col("payload") > 0))
-              .join(odd, on=["conn", "fwd"], how="semi")
-              .select("conn", "fwd", d_start=pl.col("rel") + ((pl.col("flags") & SYN) != 0),
-                      d_end=pl.col("rel") + ((pl.col("flags") & SYN) != 0) + pl.col("payload"))
-              .sort(["conn", "fwd", "d_start"]))
-    reach = pl.col("d_end").cum_max().shift(1).over("conn", "fwd")
-    exact = ranges.with_columns(
-        cover=(pl.col("d_end") - pl.max_horizontal("d_start", reach)).clip(lower_bound=0)
-    ).group_by("conn").agg(exact_a=pl.col("cover").filter("fwd").sum(),
-                           exact_b=pl.col("cover").filter(~pl.col("fwd")).sum())
-    return conns.join(exact, on="conn", how="left").with_columns(
-        app_a=pl.when("irregular_a").then("exact_a").otherwise("app_a"),
-        app_b=pl.when("irregular_b").then("exact_b").otherwise("app_b"))
 
 
 def _finish(conns):
@@ -389,8 +506,9 @@ def input_kind(path):
 
 
 def scan_packets(path):
-    """Packets of one input as a LazyFrame: a packets Parquet (scanned lazily, together with the
-    other chunk parts of the same capture when it is one) or a capture."""
+    """Packets of one input as a LazyFrame, whole: a packets Parquet (scanned lazily, together
+    with the other chunk parts of the same capture when it is one) or a capture (decoded into
+    memory; :func:`packet_batches` streams it instead)."""
     from traceflow.scale.parallel import chunk_parts
 
     kind = input_kind(path)
@@ -403,26 +521,161 @@ def scan_packets(path):
     return pl.from_arrow(read_packets(path)).lazy()
 
 
-def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True):
+def packet_batches(packets, batch_size=BATCH_ROWS):
+    """The packets of ``packets`` as batches of at most ``batch_size`` rows, in order, read
+    lazily: a path (a capture, decoded batch by batch, or a packets Parquet, read together with
+    the other chunk parts of the same capture when it is one), a pyarrow Table, a Polars
+    DataFrame or LazyFrame, or an iterable of record batches (passed through)."""
+    if isinstance(packets, (str, Path)):
+        yield from _file_batches(packets, batch_size)
+    elif isinstance(packets, pa.Table):
+        yield from packets.to_batches(max_chunksize=batch_size)
+    elif isinstance(packets, pl.DataFrame):
+        yield from packets.iter_slices(batch_size)
+    elif isinstance(packets, pl.LazyFrame):
+        names = packets.collect_schema().names()
+        yield from packets.select([c for c in _PACKET_COLUMNS if c in names]).collect_batches(
+            chunk_size=batch_size)
+    elif isinstance(packets, pa.RecordBatch):
+        yield packets
+    else:
+        try:
+            yield from packets
+        except TypeError:
+            raise TypeError(f"packets must be a path, a pyarrow Table or a Polars (Lazy)DataFrame, "
+                            f"not {type(packets).__name__}") from None
+
+
+def _file_batches(path, batch_size):
+    kind = input_kind(path)
+    if kind == "flows":
+        raise InputFormatError("expected packets or a capture, got a flows table", path=path)
+    if kind == "capture":
+        from traceflow.pcap.reader import iter_batches
+
+        yield from iter_batches(path, batch_size=batch_size)
+        return
+    import pyarrow.parquet as pq
+
+    from traceflow.scale.parallel import chunk_parts
+
+    for part in chunk_parts(path):
+        with pq.ParquetFile(part) as f:
+            names = f.schema_arrow.names
+            yield from f.iter_batches(batch_size=batch_size,
+                                      columns=[c for c in _PACKET_COLUMNS if c in names])
+
+
+def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None,
+               reorder=None, notes=None):
     """Flows of one or more inputs (captures, packets Parquet or flows Parquet), concatenated.
 
     Each input gets its own flows (two captures of the same traffic are never merged) and a
     ``source`` column with its file name; ``flow_id`` is renumbered 0, 1, ... over the result.
-    ``idle_timeout``, ``partitions``, ``timestamps``: as :func:`flows`.
+    ``idle_timeout``, ``partitions``, ``timestamps``: as :func:`flows`. ``columns``: keep only
+    these columns (of the finished flows, as they are handed out), so long captures need memory
+    for these columns only. ``reorder``: as :func:`flows`; ``notes``: a list that gets
+    ``(input, report)`` for every input re-ordering looked at (:meth:`FlowStream.report`).
     """
-    if isinstance(inputs, (str, Path)):
-        inputs = [inputs]
+    tables = []
+    for path in _whole(inputs):
+        chunks = []
+        keep = None if columns is None else list(dict.fromkeys([*columns, *SORT_KEY[:-1]]))
+        ordered = _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
+                               lambda c: chunks.append(c if keep is None else c.select(
+                                   [k for k in keep if k in c.columns])))
+        table = pl.concat(chunks, how="diagonal_relaxed")
+        if not ordered:
+            table = _resorted(table)
+        if columns is not None:
+            table = table.select([c for c in columns if c in table.columns])
+        tables.append(table.with_columns(source=pl.lit(Path(path).name)))
+    out = pl.concat(tables, how="diagonal_relaxed")
+    if "flow_id" in out.columns:
+        out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    return out
+
+
+def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True,
+                reorder=None, notes=None):
+    """Write :func:`load_flows` ``(inputs)`` to the Parquet file ``output`` (atomically) chunk
+    by chunk, so memory does not grow with the captures' length; returns its ``columns``.
+
+    If an input's timestamps ran backwards across flows already written, its flows are read
+    back and sorted in memory. Inputs that are flows tables are read whole."""
+    import pyarrow.parquet as pq
+
+    from traceflow.atomic import atomic_path
+
+    files = _whole(inputs)
+    if any(input_kind(path) == "flows" for path in files):
+        table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
+                           timestamps=timestamps, reorder=reorder, notes=notes)
+        with atomic_path(output) as tmp:
+            table.write_parquet(tmp)
+        return table.select(columns)
+    kept, written, writer = [], 0, None
+
+    def append(chunk):
+        nonlocal writer, written
+        chunk = chunk.with_columns(flow_id=pl.col("flow_id") + first, source=pl.lit(name))
+        table = chunk.to_arrow()
+        writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
+        writer.write_table(table)
+        kept.append(chunk.select(columns))
+        written += chunk.height
+
+    with atomic_path(output) as tmp:
+        try:
+            for path in files:
+                name, first = Path(path).name, written
+                if not _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
+                                    append):
+                    writer.close()                  # sort this input's flows in memory
+                    table = pl.read_parquet(tmp)
+                    late = pl.col("flow_id") >= first
+                    table = pl.concat([table.filter(~late), _resorted(table.filter(late))
+                                      .with_columns(flow_id=pl.col("flow_id") + first)])
+                    writer = pq.ParquetWriter(tmp, table.to_arrow().schema,
+                                              compression="zstd")
+                    writer.write_table(table.to_arrow())
+                    kept = [table.select(columns)]
+        finally:
+            if writer is not None:
+                writer.close()
+    return pl.concat(kept, how="vertical")
+
+
+def _whole(inputs):
     from traceflow.scale.parallel import whole_inputs
 
-    tables = []
-    for path in whole_inputs(inputs):
-        if input_kind(path) == "flows":
-            table = pl.read_parquet(path)
-        else:
-            table = flows(scan_packets(path), idle_timeout=idle_timeout, partitions=partitions,
-                          timestamps=timestamps)
-        tables.append(table.with_columns(source=pl.lit(Path(path).name)))
-    if not tables:
+    files = whole_inputs([inputs] if isinstance(inputs, (str, Path)) else inputs)
+    if not files:
         raise InputFormatError("no input files")
-    out = pl.concat(tables, how="diagonal_relaxed")
-    return out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    return files
+
+
+def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sink):
+    """Hand the flows of one input to ``sink`` chunk by chunk (``flow_id`` from 0 on); returns
+    False when they came out of order (see :func:`flow_chunks`): sort them with
+    :func:`_resorted`."""
+    if input_kind(path) == "flows":
+        sink(pl.read_parquet(path))
+        return True
+    if partitions > 1:
+        sink(flows(path, idle_timeout=idle_timeout, partitions=partitions, timestamps=timestamps,
+                   reorder=reorder))
+        return True
+    stream = None
+    for chunk, stream in flow_chunks(path, idle_timeout=idle_timeout, timestamps=timestamps,
+                                     reorder=reorder):
+        sink(chunk.drop("conn", "client_is_a"))
+    if notes is not None and stream.report() is not None:
+        notes.append((str(path), stream.report()))
+    return stream.in_order
+
+
+def _resorted(table):
+    """``table`` in :data:`SORT_KEY` order (equal keys keep their order), numbered again."""
+    return table.sort(SORT_KEY[:-1], nulls_last=True, maintain_order=True).with_columns(
+        flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
