@@ -168,9 +168,11 @@ def test_sigint_then_rerun_finishes_only_missing_cells(tmp_path, dumbbell):
     out = tmp_path / "sweep"
     repo = TESTS.parents[1]
     # one worker: the 15 cells left after the first run one after another, which leaves the
-    # signal seconds to arrive on a loaded machine (the rerun below uses two)
+    # signal seconds to arrive on a loaded machine (the rerun below uses two). SIGINT as a
+    # terminal delivers it: an xdist worker ignores it, and an ignored SIGINT is inherited
     proc = subprocess.Popen(_sweep_cmd(out, "--workers", "1"), cwd=repo,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     while not list(out.glob("cells/*.parquet")) and proc.poll() is None:
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
