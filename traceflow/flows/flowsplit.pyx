@@ -77,6 +77,16 @@ cdef inline bint _src_first(uint64_t s_hi, uint64_t s_lo, uint16_t sp,
     return sp <= dp
 
 
+cdef inline bint _same_pair(uint64_t s_hi, uint64_t s_lo, uint16_t sp, uint64_t d_hi,
+                            uint64_t d_lo, uint16_t dp, uint64_t t_hi, uint64_t t_lo, uint16_t tp,
+                            uint64_t u_hi, uint64_t u_lo, uint16_t up) nogil:
+    # the same two endpoints, in either direction
+    return ((s_hi == t_hi and s_lo == t_lo and sp == tp and d_hi == u_hi and d_lo == u_lo
+             and dp == up)
+            or (s_hi == u_hi and s_lo == u_lo and sp == up and d_hi == t_hi and d_lo == t_lo
+                and dp == tp))
+
+
 cdef inline uint64_t _pair_hash(uint64_t a_hi, uint64_t a_lo, uint64_t b_hi, uint64_t b_lo,
                                 uint16_t pa, uint16_t pb, uint8_t proto) nogil:
     return _mix(a_hi ^ _mix(a_lo ^ _mix(b_hi ^ _mix(b_lo ^ (
@@ -94,8 +104,8 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
     exactly, so hash collisions cannot merge pairs).
     """
     cdef Py_ssize_t n = src_hi.shape[0], i, j, k
-    cdef uint64_t cap = 1024, mask, h, a_hi, a_lo, b_hi, b_lo, ka_hi, ka_lo, kb_hi, kb_lo
-    cdef uint16_t pa, pb, kpa, kpb
+    cdef uint64_t cap = 1024, mask, h, a_hi, a_lo, b_hi, b_lo
+    cdef uint16_t pa, pb
     while cap < 2 * <uint64_t>n:
         cap <<= 1
     mask = cap - 1
@@ -124,14 +134,9 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
                     ids[i] = n_pairs
                     n_pairs += 1
                     break
-                if fwd[k]:
-                    ka_hi, ka_lo, kpa, kb_hi, kb_lo, kpb = (src_hi[k], src_lo[k], sport[k],
-                                                            dst_hi[k], dst_lo[k], dport[k])
-                else:
-                    ka_hi, ka_lo, kpa, kb_hi, kb_lo, kpb = (dst_hi[k], dst_lo[k], dport[k],
-                                                            src_hi[k], src_lo[k], sport[k])
-                if (ka_hi == a_hi and ka_lo == a_lo and kpa == pa and kb_hi == b_hi
-                        and kb_lo == b_lo and kpb == pb and proto[k] == proto[i]):
+                if proto[k] == proto[i] and _same_pair(
+                        src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i],
+                        src_hi[k], src_lo[k], sport[k], dst_hi[k], dst_lo[k], dport[k]):
                     ids[i] = ids[k]
                     break
                 j = (j + 1) & mask
