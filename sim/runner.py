@@ -175,8 +175,7 @@ class Built:
                     tx = (path_transmission(self.net, self.nxt, si, di, hdr)
                           + path_transmission(self.net, self.nxt, di, si, hdr))
                 added = max(0.0, rows.rtt[first] - 2 * one_way - tx)
-                share = (rows.share[first] if rows.share is not None
-                         and np.isfinite(rows.share[first]) else 0.5)
+                share = rows.share[first] if rows.share is not None else 0.5
                 extra_src, extra_dst = share * added, (1 - share) * added
             # a trace flow's base RTT is its zero-load handshake RTT, as the trace measured it
             base_rtt = 2 * one_way + extra_src + extra_dst + tx
@@ -382,7 +381,7 @@ class TraceRows(NamedTuple):
     """A trace-driven group's rows: ``start`` (int64 ns: start times from the first, or with
     sessions each transfer's think time), ``size`` (int64 bytes), ``rtt`` (s, NaN: none),
     ``request`` (int64 bytes, or None: no request mode), ``share`` (the part of ``rtt`` added at
-    the sender, 0..1, or None: half), ``members`` (per simulated connection pair, the row indices
+    the sender, 0..1, missing values 0.5, or None: half), ``members`` (per simulated connection pair, the row indices
     it runs in order) and ``sessions`` (closed loop)."""
     start: np.ndarray
     size: np.ndarray
@@ -468,8 +467,8 @@ def _trace_rows(g, gi, tables):
         request = np.where(np.isfinite(req) & (req > 0), req, 0).astype(np.int64)
     share = None
     if "server_share" in cols:
-        share = np.clip(np.asarray(table["server_share"].cast(pa.float64()).fill_null(0.5)
-                                   .to_numpy(zero_copy_only=False), dtype=np.float64), 0.0, 1.0)
+        share = floats("server_share")
+        share = np.clip(np.where(np.isfinite(share), share, 0.5), 0.0, 1.0)
     return TraceRows(start, size, rtt, request, share, members, sessions)
 
 

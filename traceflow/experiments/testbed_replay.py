@@ -1,9 +1,8 @@
 """Replay against real Linux TCP: fit → trace-mode and model-mode replay → every criterion.
 
 The real-kernel testbed runs (``../shared/datasets/testbed/RUN`` or `traceflow testbed` output:
-``client_side.pcap[.gz]`` after
-the bottleneck queue, ``server_side.pcap.gz`` before it, ``params.json`` with the shaper's rate and
-buffer) are the oracle. For one run (or its first ``span_s`` seconds) this fits a model to the
+``client_side.pcap[.gz]`` after the bottleneck queue, ``server_side.pcap[.gz]`` before it,
+``params.json`` with the shaper's rate and buffer) are the oracle. For one run (or its first ``span_s`` seconds) this fits a model to the
 client-side capture with the end hosts read from the server side (the data senders' side), replays
 the measured flows (trace mode) and flows sampled from the model (model mode) through
 ``replays/replay_testbed.toml`` with the run's rate and buffer, and compares each replay with the

@@ -4,37 +4,38 @@ Behind a bottleneck of capacity C, a frame that found the link busy leaves right
 before it, so at a capture downstream of the bottleneck it follows that frame by one transmission
 time: its own (size · 8 / C) behind a serializing link, the previous frame's behind a token bucket
 such as Linux HTB, which sends a frame as soon as the last one's debt is repaid. A frame that found
-the link idle follows later than both. For each flow's
-SYN/ACK this gives whether it queued, independently of the RTT it measured, so a handshake slowed
-by host or relay jitter is not mistaken for a queued one (:func:`traceflow.models.fit.path_rtt`).
+the link idle follows later than both. For each flow's SYN/ACK this gives whether it queued,
+independently of the RTT it measured, so a handshake slowed by host or relay jitter is not mistaken
+for a queued one (:func:`traceflow.models.fit.path_rtt`).
 """
 from __future__ import annotations
 
 import polars as pl
 
-SYN, ACK = 0x02, 0x10
+from traceflow.flows.transfers import ACK, SYN
+
 #: a gap up to this many transmission times (capture timestamp jitter) still counts as back to back
 BACK_TO_BACK = 1.25
 
 
 def synack_queued(packets, flows, capacity_bps):
     """``flows`` with ``synack_queued``: True when the flow's SYN/ACK followed the frame before it
-    in its direction within one transmission time of the larger of the two at ``capacity_bps`` (bit/s, the bottleneck's rate as the fit
-    estimates it, IP bytes), False when the link was idle before it, null when its SYN/ACK is not
+    in its direction within one transmission time of the larger of the two at ``capacity_bps``
+    (bit/s, the bottleneck's rate as the fit estimates it, IP bytes), False when the link was idle before it, null when its SYN/ACK is not
     in ``packets`` or the capacity is unknown. Only meaningful for a capture downstream of the
     bottleneck in the SYN/ACK's direction; :func:`~traceflow.models.fit.path_rtt` uses it only when
     the queue sits on that leg (capture → server → capture)."""
     if not capacity_bps or capacity_bps <= 0 or packets.height == 0:
         return flows.with_columns(synack_queued=pl.lit(None, dtype=pl.Boolean))
-    flags = pl.col("tcp_flags")
+    synack = (pl.col("tcp_flags") & (SYN | ACK)) == (SYN | ACK)
     d = packets.select("ts", "src", "ip_len", "tcp_flags").with_columns(t=pl.col("ts").cast(pl.Int64))
-    servers = d.filter((flags & (SYN | ACK)) == (SYN | ACK))["src"].unique()
+    servers = d.filter(synack)["src"].unique()
     down = (d.filter(pl.col("src").is_in(servers.implode()))
             .sort("t", maintain_order=True)
             .with_columns(gap=pl.col("t").diff(),
                           size=pl.max_horizontal("ip_len", pl.col("ip_len").shift(1))
                           .cast(pl.Float64))
-            .filter((flags & (SYN | ACK)) == (SYN | ACK))
+            .filter(synack)
             .select("t", synack_queued=pl.col("gap")
                     <= BACK_TO_BACK * pl.col("size") * 8e9 / capacity_bps))
     at = (pl.col("start").cast(pl.Int64) + (pl.col("rtt_syn") * 1e9).round().cast(pl.Int64))

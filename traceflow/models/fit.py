@@ -220,16 +220,16 @@ def path_rtt(flows):
     loaded = pl.when(syn_loaded).then(syn).otherwise(ack)
     jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
     excess = loaded - loaded.min().over(pair)
-    free = excess <= jitter.fill_null(0)
+    unqueued = excess <= jitter.fill_null(0)
     if "synack_queued" in flows.columns:
         # a SYN/ACK that met an idle bottleneck: its excess is the path's own jitter unless it
         # is an outlier among those (Tukey's fence), a host's transient delay (SYN processing)
         # that the connection's later packets did not see
         idle = syn_loaded & ~pl.col("synack_queued")
         q1, q3 = (excess.filter(idle).quantile(q).over(pair) for q in (0.25, 0.75))
-        free = free | (idle & (excess <= q3 + 1.5 * (q3 - q1))).fill_null(False)
+        unqueued = unqueued | (idle & (excess <= q3 + 1.5 * (q3 - q1))).fill_null(False)
     fl = flows.with_row_index("_row").with_columns(
-        _t=pl.col("start").cast(pl.Int64), _hs=hs, _free=free & hs.is_not_null())
+        _t=pl.col("start").cast(pl.Int64), _hs=hs, _free=unqueued & hs.is_not_null())
     # stable sorts: equally near unqueued handshakes resolve the same way on every run
     free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
             .sort("_t", maintain_order=True))
