@@ -28,9 +28,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from traceflow.atomic import atomic_dir
 from traceflow.jsonutil import dumps
@@ -66,6 +63,8 @@ class Result:
 
     def write(self, run_dir):
         """Write the run directory atomically (replacing an existing one); returns its Path."""
+        import pyarrow.parquet as pq
+
         run_dir = Path(run_dir)
         with atomic_dir(run_dir) as tmp:
             (tmp / "summary.json").write_text(dumps(self.summary))
@@ -106,6 +105,8 @@ def hook_traces(hooks):
     as SSC's per-block trace); ``t`` (ns) becomes timestamp[ns]. Hooks of different kinds may
     have different columns: the missing ones are null.
     """
+    import pyarrow as pa
+
     parts = []
     for flow, kind, hook in hooks:
         trace = getattr(hook, "trace", None)
@@ -126,6 +127,10 @@ def hook_traces(hooks):
 
 def summarize(built, wall_s, pcap_dir):
     """Collect tables and headline metrics from a finished :class:`runner.Built`."""
+    # pyarrow is imported once the run is over, so that a simulation starts without paying for it
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     sim = built.sim
     sc = built.sc
     dur_ns = built.duration_ns

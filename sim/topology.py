@@ -7,16 +7,15 @@
 - ``custom``: ``nodes`` and ``[[topology.link]]`` with ``a``/``b``.
 
 ``[topology.links."a-b"]`` tables override keys of individual duplex links (per-host access delay,
-pcap, loss ...). Routes are shortest paths in hops (scipy), ties broken by node order.
+pcap, loss ...). Routes are shortest paths in hops.
 """
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from traceflow.errors import ScenarioError
 
@@ -92,30 +91,29 @@ def build_network(topo) -> Network:
 def routes(net: Network):
     """next_hop[i][d]: index into the directed-link list for node i towards node d (-1: none).
 
-    Directed links are numbered 2*j (a->b) and 2*j+1 (b->a) for duplex link j.
+    Directed links are numbered 2*j (a->b) and 2*j+1 (b->a) for duplex link j. Routes are
+    minimum-hop paths, found by a breadth-first search from each destination (topologies are a
+    few hundred nodes at most; a plain search keeps scipy's graph routines out of the
+    simulator's start-up). Between equal-hop paths, the one found first in link order wins.
     """
     n = len(net.nodes)
     idx = net.index()
-    rows, cols = [], []
-    link_of = {}
+    into = [[] for _ in range(n)]       # into[v]: (u, directed link u->v), by link number
     for j, (a, b, _) in enumerate(net.links):
         ia, ib = idx[a], idx[b]
-        rows += [ia, ib]
-        cols += [ib, ia]
-        link_of[(ia, ib)] = 2 * j
-        link_of[(ib, ia)] = 2 * j + 1
-    g = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-    _, pred = shortest_path(g, unweighted=True, return_predecessors=True)
-    # pred[s, d] is the node before d on the path s -> d; walk back to find the first hop.
+        into[ib].append((ia, 2 * j))
+        into[ia].append((ib, 2 * j + 1))
     nxt = np.full((n, n), -1, dtype=np.int64)
-    for s in range(n):
-        for d in range(n):
-            if s == d or pred[s, d] < 0:
-                continue
-            v = d
-            while pred[s, v] != s:
-                v = pred[s, v]
-            nxt[s, d] = link_of[(s, v)]
+    for d in range(n):
+        seen = {d}
+        frontier = deque([d])
+        while frontier:
+            v = frontier.popleft()
+            for u, link in into[v]:
+                if u not in seen:
+                    seen.add(u)
+                    nxt[u, d] = link
+                    frontier.append(u)
     return nxt
 
 
