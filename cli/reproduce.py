@@ -13,8 +13,10 @@ The runner is called as ``fn(spec, out_dir, quick=..., executor=..., workers=...
 "comparison", "text"}``. This command writes ``summary.json`` and ``index.html`` next to the
 runner's figures; the output directory appears whole, only when the experiment succeeds.
 ``summary.json`` counts the comparison rows that agree, disagree and were not compared
-(``verdicts``). A quick run decides nothing: every row's ``agree`` becomes None and its note says
-what the full test would have said of the quick numbers.
+(``verdicts``) and judges the papers' claims that read them (``claims``, from
+:mod:`traceflow.report.claims`); ``--claims DIR`` lists all the claims judged on the
+``DIR/*/summary.json`` of earlier full runs. A quick run decides nothing: every row's ``agree``
+becomes None and its note says what the full test would have said of the quick numbers.
 """
 import importlib
 import importlib.resources
@@ -91,6 +93,7 @@ def run_experiment(name, out_dir, *, quick=False, executor="local", workers=None
     returns the summary dict."""
     from traceflow.atomic import atomic_dir
     from traceflow.scale.parallel import check_executor, shared_dask_cluster
+    from traceflow.report.claims import judge
     from traceflow.report.html import experiment_page, verdict_counts
 
     check_executor(executor, workers, scheduler)
@@ -108,6 +111,7 @@ def run_experiment(name, out_dir, *, quick=False, executor="local", workers=None
         if quick:
             summary["comparison"] = [_undecided(row) for row in summary["comparison"]]
         summary["verdicts"] = verdict_counts(summary["comparison"])
+        summary["claims"] = judge(Path(name).stem, summary["comparison"])
         summary.update(name=Path(name).stem, quick=quick, executor=executor, workers=workers,
                        seconds=round(time.perf_counter() - start, 1))
         (tmp / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
@@ -152,19 +156,22 @@ def _check_result(result, out_dir, spec):
 @click.command("reproduce")
 @click.argument("name", required=False)
 @click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
+@click.option("--claims", "claims_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="List the papers' claims judged on DIR/*/summary.json and exit.")
 @click.option("--quick", is_flag=True, help="Fewer runs and shorter simulations (a smoke run).")
 @executor_options
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Output directory (default: reproduce-NAME).")
 @json_option
-def command(name, list_only, quick, executor, workers, scheduler, out_dir, as_json):
+def command(name, list_only, claims_dir, quick, executor, workers, scheduler, out_dir, as_json):
     """Reproduce an experiment of the source papers (see --list) into OUTPUT/index.html.
 
     \b
     Examples:
       traceflow reproduce --list
       traceflow reproduce tcpmt_fig9 -o out/fig9 --quick
-      traceflow reproduce selfsim_baseline -o out/base --workers 2
+      traceflow reproduce selfsim_fig4 -o out/selfsim_fig4 --workers 2
+      traceflow reproduce --claims out
     """
     if list_only:
         rows = []
@@ -177,6 +184,9 @@ def command(name, list_only, quick, executor, workers, scheduler, out_dir, as_js
         else:
             for row in rows:
                 click.echo(f"{row['name']:<28} {row['title']}  [{row['reproduces']}]")
+        return
+    if claims_dir is not None:
+        _print_claims(claims_dir, as_json)
         return
     if not name:
         raise click.UsageError("give an experiment NAME (or --list)")
@@ -192,3 +202,22 @@ def command(name, list_only, quick, executor, workers, scheduler, out_dir, as_js
     click.echo(f"{summary['title']}: {verdict_sentence(summary['verdicts'])} with the paper"
                f"{quick_note} ({summary['seconds']} s)")
     click.echo(f"report: {out_dir / 'index.html'}")
+
+
+def _print_claims(root, as_json):
+    """The claims judged on the full (not quick) runs under ``root``, one line each."""
+    from traceflow.report.claims import closing_table
+
+    comparisons = {}
+    for path in sorted(root.glob("*/summary.json")):
+        summary = json.loads(path.read_text())
+        if not summary.get("quick"):
+            comparisons[summary.get("name", path.parent.name)] = summary.get("comparison", [])
+    rows = closing_table(comparisons)
+    if as_json:
+        echo_json(rows)
+        return
+    word = {True: "holds", False: "does not hold", None: "undecided"}
+    for r in rows:
+        click.echo(f"claim {r['claim']:>2} [{r['source']}]: {word[r['holds']]}. "
+                   f"Paper: {r['paper']}; ns-2: {r['ns-2']}; ours: {r['ours']}")

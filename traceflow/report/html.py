@@ -152,6 +152,12 @@ QUICK_BANNER = ("Quick run (--quick): fewer runs and shorter simulations. A smok
                 "paper's conclusions.")
 
 
+CLAIM_COLUMNS = ["claim", "source", "statement", "paper", "ns-2", "ours", "holds", "missing"]
+CLAIMS_TEXT = ("Each claim holds when every comparison row it reads agrees; one that also reads "
+               "other experiments stays undecided here (traceflow reproduce --claims DIR judges "
+               "all of them).")
+
+
 def verdict_counts(comparison):
     """``{"agree", "disagree", "not_compared"}`` counts of comparison rows (``agree`` True /
     False / None): a row without a verdict is never counted as agreeing."""
@@ -182,6 +188,10 @@ def experiment_page(summary, out_dir, *, table_preview_rows=12):
             verdict += " Quick run: no verdicts decided."
         sections.append(Section("Paper vs ours", verdict, tables=[
             Table(comparison, columns=COMPARISON_COLUMNS, verdict="agree")]))
+    claims = summary.get("claims") or []
+    if claims:
+        sections.append(Section("The paper's claims", CLAIMS_TEXT, tables=[
+            Table(claims, columns=CLAIM_COLUMNS, verdict="holds")]))
     figures = [Figure(name, _caption(name)) for name in summary.get("figures", [])]
     if figures:
         sections.append(Section("Figures", figures=figures))

@@ -5,12 +5,14 @@
 # Usage: ns feng_star.tcl key=value ...   Prints "key value" lines:
 #   cov (std/mean of packets arriving at the gateway per bin after warmup), throughput_mbps
 #   (bytes leaving the gateway), loss_pct (gateway drops / arrivals), arrivals, drops.
+# background=N makes the first N clients Reno (Figs. 5-12: clients added to a Reno background)
+# and adds added_loss_pct and added_throughput_mbps, those of the other clients.
 array set P {
   clients 10 transport Reno delack 0 queue DropTail duration 200 warmup 10 bin 0.1
   client_rate 10Mb client_delay 25ms bneck_rate 50Mb bneck_delay 25ms limit 50
   pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth true gap 0.01 start_spread 1.0
   red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true red_bytes false
-  vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1
+  vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1 background 0
 }
 # ns-2 defaults of the paper's time where they differ from 2.35's: iw 1, syn false
 source [file join [file dirname [info script]] common.tcl]
@@ -33,11 +35,12 @@ for {set i 0} {$i < $P(clients)} {incr i} {
   $ns duplex-link $c($i) $gw $P(client_rate) $P(client_delay) DropTail
   $ns queue-limit $c($i) $gw 1000
   $ns queue-limit $gw $c($i) 1000
-  if {$P(transport) eq "UDP"} {
+  set proto [expr {$i < $P(background) ? "Reno" : $P(transport)}]
+  if {$proto eq "UDP"} {
     set src($i) [new Agent/UDP]
     set dst($i) [new Agent/Null]
   } else {
-    set src($i) [new $agent($P(transport))]
+    set src($i) [new $agent($proto)]
     set dst($i) [new $sinkclass]
   }
   $src($i) set fid_ $i
@@ -48,7 +51,7 @@ for {set i 0} {$i < $P(clients)} {incr i} {
   # at a near-infinite rate the gap is the exponential idle time alone
   set app($i) [new Application/Traffic/Exponential]
   # UDP sends the message as one packet; TCP adds 40 header bytes (Reno) or none (Vegas)
-  $app($i) set packetSize_ [expr {$P(transport) eq "UDP" ? $P(pkt) + 40 : $P(pkt)}]
+  $app($i) set packetSize_ [expr {$proto eq "UDP" ? $P(pkt) + 40 : $P(pkt)}]
   $app($i) set burst_time_ 0
   $app($i) set idle_time_ $P(gap)
   $app($i) set rate_ 1e15
@@ -58,6 +61,10 @@ for {set i 0} {$i < $P(clients)} {incr i} {
 }
 
 set qmon [$ns monitor-queue $gw $srv ""]
+if {$P(background) > 0} {
+  set fmon [$ns makeflowmon Fid]
+  $ns attach-fmon [$ns link $gw $srv] $fmon
+}
 set last_arr 0
 set nbins 0
 set sum 0.0
@@ -87,6 +94,17 @@ proc finish {} {
   puts "loss_pct [expr {$arr > 0 ? 100.0 * $drops / $arr : 0}]"
   puts "arrivals $arr"
   puts "drops $drops"
+  if {$P(background) > 0} {
+    global fmon
+    set a 0; set d 0; set b 0
+    foreach f [$fmon flows] {
+      if {[$f set flowid_] >= $P(background)} {
+        incr a [$f set parrivals_]; incr d [$f set pdrops_]; incr b [$f set bdepartures_]
+      }
+    }
+    puts "added_loss_pct [expr {$a > 0 ? 100.0 * $d / $a : 0}]"
+    puts "added_throughput_mbps [expr {8.0 * $b / $P(duration) / 1e6}]"
+  }
   exit 0
 }
 $ns at [expr {$P(duration) + 1e-9}] "finish"

@@ -1,0 +1,312 @@
+"""The five source papers' conclusions as a registry of 26 testable claims (issue 18).
+
+Each :class:`Claim` quotes the paper's sentence by file:line (files under ``../shared/papers``),
+states the test taken from it (a shape, an ordering, a ratio or a tolerance, never a sign alone),
+names the comparison rows of ``traceflow reproduce`` that carry the test (``(experiment,
+quantity prefix)``; an empty prefix takes every judged row of the experiment), the paper's headline
+number and what ns-2 shows on the same set-up (with the referee test that runs it).
+
+A claim holds when every one of its rows agrees, does not hold when one disagrees, and is
+undecided while a row is missing or not compared (quick runs decide nothing). ``reproduce`` adds
+the verdicts of an experiment's claims to its ``summary.json`` and page (:func:`judge`);
+``traceflow reproduce --claims DIR`` lists all 26 from a directory of full reproductions
+(:func:`closing_table`).
+"""
+from dataclasses import dataclass
+
+PKC = "park-kim-crovella-1997-self-similarity-performance.txt"
+FT = "feng-tinnakornsrisuphap-2000-tcp-burstiness.txt"
+KS = "kalantari-shayman-capm-responsiveness.txt"
+WN = "wu-nikolaidis-2002-lifetime-rtt-classification.txt"
+PT = "park-tuan-2000-multiple-time-scale-tcp.txt"
+
+PAPERS = {PKC: "Park, Kim & Crovella 1997", FT: "Feng & Tinnakornsrisuphap 2000",
+          KS: "Kalantari & Shayman", WN: "Wu & Nikolaidis 2002", PT: "Park & Tuan 2000"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One conclusion of a paper. ``lines``: line numbers of the sentence in ``paper``;
+    ``rows``: ``((experiment, quantity prefix), ...)``; ``headline``: the paper's number(s);
+    ``ns2``: ns-2 on the same set-up and the referee test, or why there is none."""
+
+    number: int
+    paper: str
+    lines: tuple
+    statement: str
+    test: str
+    rows: tuple
+    headline: str
+    ns2: str
+
+    @property
+    def source(self):
+        return f"{self.paper}:{','.join(str(n) for n in self.lines)}"
+
+    @property
+    def experiments(self):
+        return tuple(dict.fromkeys(e for e, _ in self.rows))
+
+
+def _c(number, paper, lines, statement, test, rows, headline, ns2):
+    return Claim(number, paper, tuple(lines), statement, test, tuple(rows), headline, ns2)
+
+
+CLAIMS = (
+    # ---- Park, Kim & Crovella 1997 -------------------------------------------------------------
+    _c(1, PKC, (176, 180),
+       "On the baseline (about 4 % loss at alpha = 1.05) H falls roughly linearly with alpha, "
+       "below the ON/OFF line (3 - alpha)/2 near alpha = 1, above it near 2, nearly coinciding "
+       "at 1.65",
+       "Spearman <= -0.9; slope in (-0.5, -0.1); H(1.05) below, H(1.95) above the line, "
+       "|H(1.65) - 0.675| <= 0.05; loss at 1.05 within 25 % of 4 %",
+       (("selfsim_fig4", ""),),
+       "loss about 4 % at alpha = 1.05; H crosses (3 - alpha)/2 near alpha = 1.65",
+       "tests/experiments/test_selfsim_ns2.py, seed 1, 10,000 s: alpha 1.05 loss 4.48 %, H 0.912 "
+       "(ours 4.38 %, 0.913); alpha 1.95 H 0.685 (ours 0.645, strict xfail)"),
+    _c(2, PKC, (195, 197),
+       "Loss degrades gradually and linearly as alpha -> 1, flat at the smallest buffer (2 kB) "
+       "and steepest at the intermediate buffers (10, 46 kB)",
+       "loss rank correlation with alpha <= -0.8 and inner points within 35 % of the straight "
+       "line, per buffer above 2 kB; 2 kB's relative change below the intermediate buffers'",
+       (("selfsim_fig5", "loss"),),
+       "Fig. 5: linear in alpha; 2 kB flat",
+       "no ns-2 run of Fig. 5 (the baseline's loss is refereed by claim 1's test)"),
+    _c(3, PKC, (229,),
+       "Mean queue length is invariant across alpha at a small buffer and grows "
+       "disproportionately as alpha -> 1 at 128 kB",
+       "2 kB: max/min over alpha <= 1.25; 128 kB: queue(1.05)/queue(1.95) >= 2 and convex",
+       (("selfsim_fig5", "2 kB: mean queue"), ("selfsim_fig5", "128 kB: mean queue")),
+       "Fig. 6 (middle): 'disproportionate (i.e., exponential) increase'",
+       "no ns-2 run of Fig. 6"),
+    # ---- Feng & Tinnakornsrisuphap 2000 ---------------------------------------------------------
+    _c(4, FT, (119, 123),
+       "UDP's c.o.v. is very close to Poisson's; under moderate congestion (10-38 clients) every "
+       "TCP's c.o.v. is up to 50 % above Poisson's",
+       "UDP within 10 % of Poisson; each TCP's largest excess over 10-38 clients <= +0.5",
+       (("burst_fig2_4", "UDP: c.o.v."), ("burst_fig2_4", "")),
+       "TCP up to +50 % over Poisson",
+       "tests/sim/test_burstiness_ns2.py: the same rows hold in ns-2 (Reno c.o.v. 0.119 vs ours "
+       "0.116 at 41 clients; UDP within 3 %)"),
+    _c(5, FT, (125,),
+       "Under heavy congestion the c.o.v. rises sharply for every TCP but Vegas: Reno over 140 % "
+       "and Reno/RED over 200 % above Poisson",
+       "excess > +1.4 (Reno), > +2.0 (Reno/RED), > +0.5 (other TCPs but Vegas), Vegas < +0.5 "
+       "and below Reno at every client count > 41",
+       (("burst_fig2_4", "Reno: c.o.v. above Poisson, heavy"),
+        ("burst_fig2_4", "Reno/RED: c.o.v. above Poisson, heavy"),
+        ("burst_fig2_4", "Reno+delack: c.o.v. above Poisson, heavy"),
+        ("burst_fig2_4", "Vegas: c.o.v. above Poisson, heavy"),
+        ("burst_fig2_4", "Vegas/RED: c.o.v. above Poisson, heavy"),
+        ("burst_fig2_4", "heavy congestion: Vegas c.o.v. below Reno")),
+       "Reno > +140 %, Reno/RED > +200 %",
+       "tests/sim/test_burstiness_ns2.py: holds in ns-2 (Vegas/RED +122 %, ours +170 %)"),
+    _c(6, FT, (137,),
+       "TCPs with RED perform worse than their plain counterparts in c.o.v., throughput and loss",
+       "Reno/RED and Vegas/RED worse than Reno and Vegas at >= 75 % of the heavy-congestion "
+       "client counts, for each of c.o.v., throughput and loss",
+       (("burst_fig2_4", "heavy congestion: Reno/RED worse"),
+        ("burst_fig2_4", "heavy congestion: Vegas/RED worse")),
+       "worse in all three",
+       "tests/sim/test_burstiness_ns2.py: holds in ns-2"),
+    _c(7, FT, (135, 165),
+       "Clients added to a Reno background lose fewer packets with Vegas than with Reno, behind "
+       "every gateway (20 and 40 background clients, 50 and 1500 packets, FIFO and RED)",
+       "mean loss of added Vegas clients below added Reno's, per (background, buffer, gateway)",
+       (("burst_bg20", ""), ("burst_bg40", "")),
+       "Figs. 6, 8, 10, 12: Vegas variants' loss lower",
+       "no ns-2 run of Figs. 5-12 (Vegas itself is refereed: tests/sim/test_vegas_ns2.py)"),
+    _c(8, FT, (202,),
+       "The stochastic model's c.o.v. follows simulated Reno's trend and overestimates it under "
+       "heavy load",
+       "correlation > 0.7; model above simulation at every client count > 41; light load "
+       "within 25 %",
+       (("burst_fig13", ""),),
+       "Fig. 13",
+       "not an ns-2 question (the simulated side is claim 5's Reno, refereed there)"),
+    # ---- Kalantari & Shayman ---------------------------------------------------------------------
+    _c(9, KS, (205, 207),
+       "A router's drop signature appears in the aggregate rate with a 180-degree phase shift, "
+       "and two routers' signatures add",
+       "mean rate during s1 = 1 chips at least 5 % below the s1 = 0 chips (R1 alone, R1 + R2); "
+       "no dip without perturbation",
+       (("capm_signature", ""),),
+       "Figs. 4-5: visible, additive",
+       "tests/experiments/test_capm_ns2.py referees the sources (aggregate 2's rate within 3 % "
+       "of ns-2's)"),
+    _c(10, KS, (214, 216),
+       "The matched-filter output is linear in the amplitude A and unaffected by the other "
+       "router's perturbation",
+       "K of each router with the other on vs off within 10 % at every A and over all A; "
+       "K(A = 160)/K(A = 10) within 20 % of 1",
+       (("capm_orthogonality", ""),),
+       "Fig. 6: solid and dashed lines coincide, linear",
+       "no ns-2 run of Fig. 6"),
+    _c(11, KS, (225,),
+       "The aggregate of larger flows is the more responsive: K1 = 77.3, K2 = 588.1",
+       "K1, K2 and K2/K1 each within a factor 2 of the paper's (K2/K1 = 7.6)",
+       (("capm_fairness", "K₁"), ("capm_fairness", "K₂")),
+       "K1 = 77.3, K2 = 588.1; lambda 5234 / 4547 pkt/s",
+       "tests/experiments/test_capm_ns2.py: neither ns-2 nor traceflow gives the paper's source "
+       "rates (ns-2 6260 / 2645 pkt/s with FTP start/stop, 1380 / 8992 with a new agent per "
+       "flow; paper 5234 / 4547)"),
+    _c(12, KS, (227,),
+       "Doubling the sources under DropTail cuts aggregate 1 by 25 % and aggregate 2 by 52 % of "
+       "demand at about 4 % loss",
+       "each decrease within 10 percentage points; loss within a factor 2 of 4 %",
+       (("capm_fairness", "DropTail"),),
+       "25 % / 52 %, loss 4 %",
+       "no ns-2 run of the overload (see claim 11 for the sources)"),
+    _c(13, KS, (234,),
+       "K-based drop probabilities (p1 = 0.067, p2 = 0.010) equalize the decreases: 39 % / 42 %",
+       "p1/p2 within a factor 2 of 6.7; each decrease within 10 percentage points; the gap at "
+       "most half DropTail's",
+       (("capm_fairness", "p₁ / p₂"), ("capm_fairness", "K-based"),
+        ("capm_fairness", "decrease gap")),
+       "39 % / 42 % (gap 27 -> 3 points)",
+       "no ns-2 run of the overload (see claim 11 for the sources)"),
+    _c(14, KS, (236,),
+       "K is almost flat up to about 90 % utilization, about 75",
+       "mean K below 90 % within a factor 2 of 75; every run below 90 % within 15 % of the mean",
+       (("capm_utilization", ""),),
+       "K about 75, flat to 90 %",
+       "no ns-2 run of Fig. 7"),
+    # ---- Wu & Nikolaidis 2002 --------------------------------------------------------------------
+    _c(15, WN, (29,),
+       "Under DropTail the throughput ratio of two flows reaches 34:1 at RTT ratio 10, growing "
+       "with the RTT ratio",
+       "median fast/slow at RTT ratio 10 within a factor 2 of 34; Spearman >= 0.7",
+       (("class_fig1", "DropTail"),),
+       "34:1",
+       "tests/experiments/test_class_fig1_ns2.py: ns-2 26.5:1 on the same flows (8 seeds)"),
+    _c(16, WN, (29,),
+       "RED is fairer: the ratio reaches only 14:1 at RTT ratio 10, below DropTail's",
+       "median at RTT ratio 10 within a factor 2 of 14; Spearman >= 0.7; RED below DropTail at "
+       "every RTT ratio >= 4",
+       (("class_fig1", "RED"),),
+       "14:1 (vs 34:1)",
+       "tests/experiments/test_class_fig1_ns2.py: ns-2 5.6:1 under RED at RTT ratio 10 and "
+       "RED fairer at 4 of 7 RTT ratios, as ours: the paper's RED set-up differs in something "
+       "it does not state"),
+    _c(17, WN, (166, 168, 170),
+       "As short-flow load grows, long-lived fairness falls without classification (MIX-DT), "
+       "stays unchanged with lifetime classes (LFT-DT) and is ideal with SIX-DT",
+       "MIX-DT Jain index falls >= 0.05; LFT-DT moves <= 0.05; SIX-DT >= 0.95 and above MIX-DT",
+       (("class_short_load", "SIX-DT vs MIX-DT"), ("class_short_load", "MIX-DT fairness"),
+        ("class_short_load", "LFT-DT fairness")),
+       "Fig. 5",
+       "no ns-2 run (ns-2 has no FairShare / WFQ classes)"),
+    _c(18, WN, (172, 174, 198),
+       "A fixed 60 % allocation caps short-flow goodput at 60 packets/s; DAS's dynamic "
+       "allocation gives short flows lower response times",
+       "LFT-DT short goodput <= 63 packets/s at the top load; DAS mean response time below "
+       "LFT-DT's",
+       (("class_short_load", "short-flow goodput cap"), ("class_short_load", "DAS vs LFT-DT")),
+       "60 packets/s (saturation at 2.4 flows/s)",
+       "no ns-2 run (ns-2 has no DAS)"),
+    _c(19, WN, (53, 208),
+       "Short-flow response time deteriorates with long-lived load under RED and changes "
+       "trivially under DAS",
+       "MIX-RED last/first > 1.2; DAS within 20 % and below MIX-RED's growth",
+       (("class_long_load", ""),),
+       "Figs. 2 and 10",
+       "no ns-2 run (ns-2 has no DAS)"),
+    _c(20, WN, (241, 245, 272),
+       "As the RTT ratio grows long-lived fairness falls without RTT classes and is unchanged "
+       "with them (RTT-DT, SIX-DT); MIX-RED is fairer than MIX-DT",
+       "MIX-DT Jain index falls >= 0.05; RTT-DT, SIX-DT move <= 0.05; MIX-RED above MIX-DT at "
+       "the top short load",
+       (("class_rtt_ratio", ""), ("class_short_load", "MIX-RED vs MIX-DT")),
+       "Figs. 11, 13",
+       "no ns-2 run (ns-2 has no FairShare / WFQ classes)"),
+    # ---- Park & Tuan 2000 (rows of tests/experiments/test_tcpmt_paper.py CLAIMS) ---------------
+    _c(21, PT, (104,),
+       "Aggregate load levels one T_L apart are predictable under long-range dependence "
+       "(alpha = 1.05) and nearly independent at alpha = 1.95",
+       "mutual information larger at 1.05, diagonal mass above independence, TV distance "
+       "small at 1.95 (T = 1 s and 5 s)",
+       (("tcpmt_fig1", ""),),
+       "Fig. 1",
+       "not an ns-2 question (background traffic statistics)"),
+    _c(22, PT, (242, 252),
+       "Throughput vs the SSC threshold theta is unimodal with its peak at theta = 4, for Reno "
+       "and (higher, more curved) for TCP Rate",
+       "shape unimodal with the stated noise, peak at 4; Rate above Reno, more curved",
+       (("tcpmt_fig6", ""), ("tcpmt_fig7", "")),
+       "peak at theta = 4",
+       "tests/sim/test_tcpmt_ns2.py: ns-2 shows no gain either, timeouts rising with theta"),
+    _c(23, PT, (259,),
+       "Tracking ability falls as RTT grows, SSC shifts the curves toward -1, Rate tracks best, "
+       "then Vegas, then Reno",
+       "correlation vs RTT shapes, SSC minus plain < 0, the order Rate < Vegas < Reno",
+       (("tcpmt_fig8", ""),),
+       "Fig. 8",
+       "no ns-2 run of Fig. 8"),
+    _c(24, PT, (274, 283),
+       "TCP-MT's gain grows with RTT (up to 45 % for TCP Rate) and with long-range dependence",
+       "gain vs RTT increasing, Rate's gain at 450 ms near 45 %, gain vs alpha decreasing",
+       (("tcpmt_fig9", ""), ("tcpmt_fig10", "")),
+       "up to 45 %",
+       "no ns-2 run of Figs. 9-10"),
+    _c(25, PT, (308, 310),
+       "The metacontrol of A settles near A* ~ 6 and the dynamic control approximates the best "
+       "static A, above plain TCP",
+       "mean A over the second half; dynamic within 5 % of the best static A; plain below",
+       (("tcpmt_fig11", ""), ("tcpmt_fig12", "")),
+       "A* ~ 6",
+       "no ns-2 run of Figs. 11-12"),
+    _c(26, PT, (192, 299, 314),
+       "The gain is largest for Case I and comes mostly from congestion avoidance (Table II); "
+       "TCP-MT's total throughput rises up to n = 6 connections, fairly shared (Table III)",
+       "Case I largest per run length; CA-only vs CA + slow start; total vs n unimodal at 6, "
+       "max/min ratio as Table III's",
+       (("tcpmt_table2", ""), ("tcpmt_table3", "")),
+       "peak at n = 6 (Table III)",
+       "no ns-2 run of Tables II-III"),
+)
+
+
+def verdict(claim, comparisons):
+    """``{"holds", "rows", "missing"}`` of ``claim`` given ``{experiment: comparison rows}``.
+
+    Only judged rows count (``agree`` True or False; a quick run's rows are all undecided).
+    ``holds`` is False as soon as one row disagrees, None while a (experiment, prefix) of the
+    claim has no judged row (listed in ``missing``), else True."""
+    rows, missing = [], []
+    for experiment, prefix in claim.rows:
+        found = [r for r in comparisons.get(experiment, ())
+                 if r.get("agree") is not None and r["quantity"].startswith(prefix)]
+        if not found:
+            missing.append(f"{experiment}: {prefix or 'any row'}")
+        rows += [r for r in found if r not in rows]
+    if any(r["agree"] is False for r in rows):
+        holds = False
+    else:
+        holds = None if missing else True
+    return {"holds": holds, "rows": rows, "missing": missing}
+
+
+def _ours(rows):
+    return "; ".join(f"{r['quantity']}: {r['ours']}" for r in rows)
+
+
+def claim_row(claim, comparisons):
+    """One table row: the claim, the paper's number, ns-2's, ours and the verdict."""
+    v = verdict(claim, comparisons)
+    failed = [r for r in v["rows"] if r["agree"] is False]
+    return {"claim": claim.number, "source": claim.source, "statement": claim.statement,
+            "test": claim.test, "paper": claim.headline, "ns-2": claim.ns2,
+            "ours": _ours(failed or v["rows"]) or "not run", "holds": v["holds"],
+            "missing": ", ".join(v["missing"])}
+
+
+def judge(name, comparison):
+    """Rows (:func:`claim_row`) of the claims that read experiment ``name``, judged on its
+    ``comparison`` alone: a claim spanning other experiments stays undecided here."""
+    return [claim_row(c, {name: comparison}) for c in CLAIMS if name in c.experiments]
+
+
+def closing_table(comparisons):
+    """All claims judged on ``{experiment: comparison rows}`` (e.g. every summary.json of a
+    directory of full reproductions)."""
+    return [claim_row(c, comparisons) for c in CLAIMS]
