@@ -596,6 +596,26 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
     return out
 
 
+def stream_flows(inputs, sink, *, idle_timeout=300.0, partitions=1, timestamps=True,
+                 reorder=None, notes=None):
+    """Hand the table :func:`load_flows` makes of ``inputs`` to ``sink`` chunk by chunk (each a
+    DataFrame of its rows, with ``source`` and ``flow_id`` numbered on over the inputs) without
+    holding it; memory stays O(open connections + one batch + what ``sink`` keeps). Returns
+    False when an input's flows came out of start order (see :func:`flow_chunks`): the chunks
+    were then not in the table's order, which :func:`load_flows` restores by sorting."""
+    handed, ordered = 0, True
+
+    def put(chunk):
+        nonlocal handed
+        sink(chunk.with_columns(flow_id=pl.col("flow_id") + first, source=pl.lit(name)))
+        handed += chunk.height
+
+    for path in _whole(inputs):
+        name, first = Path(path).name, handed
+        ordered &= _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, put)
+    return ordered
+
+
 def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True,
                 reorder=None, notes=None):
     """Write :func:`load_flows` ``(inputs)`` to the Parquet file ``output`` (atomically) chunk
