@@ -35,7 +35,7 @@ def command(input, bin_, direction, filter_, proto, size, output, head, as_json)
     """
     from traceflow import units
     from traceflow.errors import TraceflowError
-    from traceflow.output import table_format, write_table
+    from traceflow.output import TableSink, table_format
     from traceflow.stats.series import (format_duration, is_series, packet_series, read_table,
                                         resample, table_columns, table_kind)
 
@@ -59,7 +59,10 @@ def command(input, bin_, direction, filter_, proto, size, output, head, as_json)
         frame = resample(series.select("t", "bytes", "packets"), width)
         span_ns = frame.height * width
     if output is not None:
-        write_table(frame, output, head=head)
+        with TableSink(output, head=head) as sink:
+            # in slices: one Parquet row group each, so the writer's buffers stay small
+            for part in frame.iter_slices(1 << 16):
+                sink.write(part)
     total = int(frame.get_column("bytes").sum() or 0)
     secs = width / 1e9
     peak = frame.get_column("bytes").max() if frame.height else None

@@ -79,3 +79,21 @@ def test_bins_grow_both_ways_and_keep_the_range():
     # [5,15): 6, 7; [25,35): 30; [45,55): 50, 51; [85,95): 90, 94; 1 and 99 lie outside
     assert frame["packets"].to_list() == [2, 0, 1, 0, 2, 0, 0, 0, 2]
     assert frame["bytes"].sum() == 700
+
+
+def test_bins_across_storage_blocks_equal_one_bincount():
+    """Bins stored in blocks (BLOCK bins each), batches in shuffled order spanning many blocks:
+    the series NumPy's bincount gives over all packets at once."""
+    from traceflow.stats.bins import BLOCK
+
+    rng = np.random.default_rng(5)
+    ts = rng.integers(0, 7 * BLOCK * 1000, 20_000)
+    sizes = rng.integers(40, 1500, ts.size)
+    bins = SeriesBins(1000, start=int(ts.min()))  # the phase a second pass would take
+    for part in np.array_split(rng.permutation(ts.size), 13):
+        bins.add(ts[part], sizes[part])
+    frame = bins.frame()
+    idx = (ts - ts.min()) // 1000
+    assert len(bins.blocks) >= 7
+    assert frame["packets"].to_list() == np.bincount(idx).tolist()
+    assert frame["bytes"].to_list() == np.bincount(idx, weights=sizes).astype(np.int64).tolist()

@@ -1,8 +1,8 @@
 """Incremental binning of packets into a link series: bytes and packets per bin, batch by batch.
 
 :class:`SeriesBins` counts packets on a grid of bins ``width`` ns wide whose phase (one bin edge)
-is fixed by its first packets, so memory is one int64 count and one byte sum per bin from the
-first to the last bin touched, whatever the number of packets. A series starts at its first
+is fixed by its first packets, so memory is one int64 count and one byte sum per bin, in blocks
+of :data:`BLOCK` bins allocated where packets fall, whatever the number of packets. A series starts at its first
 (earliest) packet, which a stream only knows at its end: when an earlier packet off the grid's
 phase comes later, :attr:`SeriesBins.aligned` is False and the caller bins the packets again with
 ``start`` set to :attr:`SeriesBins.lo` (one more pass; captures are rarely out of order before their
@@ -14,6 +14,8 @@ import numpy as np
 import polars as pl
 
 SERIES_SCHEMA = {"t": pl.Datetime("ns"), "bytes": pl.Int64, "packets": pl.Int64}
+BLOCK_BITS = 14
+BLOCK = 1 << BLOCK_BITS  # bins per block of storage (256 KiB of counts and sums)
 
 
 class SeriesBins:
@@ -27,9 +29,7 @@ class SeriesBins:
         self.width = int(width)
         self.start, self.end = start, end
         self.phase = start          # a bin edge (ns); from the first packets when start is None
-        self.base = 0               # grid index of counts[0]
-        self.counts = np.zeros(0, dtype=np.int64)
-        self.sums = np.zeros(0, dtype=np.int64)
+        self.blocks = {}            # grid index // BLOCK -> counts and sums (2 x BLOCK int64)
         self.ts_min = self.ts_max = None  # earliest / latest packet added (ns)
 
     def add(self, ts: np.ndarray, sizes: np.ndarray) -> None:
@@ -51,29 +51,20 @@ class SeriesBins:
         if self.phase is None:
             self.phase = lo
         grid = (ts - self.phase) // self.width
-        first, last = int(grid.min()), int(grid.max())
-        self._cover(first, last + 1)
+        first = int(grid.min())
         idx = grid - first
-        at = first - self.base
-        n = last - first + 1
-        self.counts[at:at + n] += np.bincount(idx, minlength=n)
+        n = int(idx.max()) + 1
+        counts = np.bincount(idx, minlength=n)
         # float64 partial sums of integers are exact below 2**53 bytes per bin (9 PB)
-        self.sums[at:at + n] += np.bincount(idx, weights=sizes, minlength=n).astype(np.int64)
-
-    def _cover(self, first: int, stop: int) -> None:
-        """Grow the arrays (by doubling, either way) to hold grid indices ``[first, stop)``."""
-        size = self.counts.size
-        if size and first >= self.base and stop <= self.base + size:
-            return
-        need_lo = min(first, self.base) if size else first
-        need_hi = max(stop, self.base + size) if size else stop
-        grow = max(need_hi - need_lo, 2 * size)
-        lo = need_hi - grow if size and first < self.base else need_lo
-        counts, sums = np.zeros(grow, dtype=np.int64), np.zeros(grow, dtype=np.int64)
-        if size:
-            counts[self.base - lo:self.base - lo + size] = self.counts
-            sums[self.base - lo:self.base - lo + size] = self.sums
-        self.counts, self.sums, self.base = counts, sums, lo
+        sums = np.bincount(idx, weights=sizes, minlength=n).astype(np.int64)
+        for block in np.unique((first + np.flatnonzero(counts)) >> BLOCK_BITS).tolist():
+            base = block << BLOCK_BITS
+            since, until = max(base, first), min(base + BLOCK, first + n)
+            if block not in self.blocks:
+                self.blocks[block] = np.zeros((2, BLOCK), dtype=np.int64)
+            stored = self.blocks[block]
+            stored[0, since - base:until - base] += counts[since - first:until - first]
+            stored[1, since - base:until - base] += sums[since - first:until - first]
 
     @property
     def lo(self) -> int | None:
@@ -100,13 +91,15 @@ class SeriesBins:
             raise ValueError("series start is off the bin grid: bin again with start=lo")
         nbins = -(-(hi - lo) // self.width)
         counts, sums = np.zeros(nbins, dtype=np.int64), np.zeros(nbins, dtype=np.int64)
-        if self.phase is not None and self.counts.size:
+        if self.blocks:
             # copy the stored bins that fall in [lo, lo + nbins * width)
-            at = (lo - self.phase) // self.width - self.base
-            src_lo, src_hi = max(at, 0), min(at + nbins, self.counts.size)
-            if src_lo < src_hi:
-                counts[src_lo - at:src_hi - at] = self.counts[src_lo:src_hi]
-                sums[src_lo - at:src_hi - at] = self.sums[src_lo:src_hi]
+            at = (lo - self.phase) // self.width
+            for block, stored in self.blocks.items():
+                base = block << BLOCK_BITS
+                since, until = max(base, at), min(base + BLOCK, at + nbins)
+                if since < until:
+                    counts[since - at:until - at] = stored[0, since - base:until - base]
+                    sums[since - at:until - at] = stored[1, since - base:until - base]
         t = lo + self.width * np.arange(nbins, dtype=np.int64)
         return pl.DataFrame({"t": t, "bytes": sums, "packets": counts}).with_columns(
             pl.col("t").cast(pl.Datetime("ns")))
