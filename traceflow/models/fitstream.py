@@ -82,8 +82,6 @@ class Bins:
 
     def series(self, end):
         """The bins up to ``end`` (ns, exclusive; float64 array, at least one bin)."""
-        if self.origin is None:
-            self.fix(self.lo if self.lo is not None else 0)
         n = max(1, -(-(end - self.origin) // self.width), self.sums.size)
         return np.concatenate([self.sums, np.zeros(n - self.sums.size)])
 
@@ -91,13 +89,15 @@ class Bins:
 class PacketPass:
     """Accumulates what fit needs (see the module docstring) over the inputs fed with
     :meth:`feed_input`. ``flows``: keep the flow tables, the series, the span and the sessions'
-    inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``)."""
+    inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``). ``reduce_conns``: finished
+    connections whose packets are reduced together."""
 
-    def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0):
+    def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0, reduce_conns=REDUCE_CONNS):
         from traceflow.flows.handshake_queue import SynAckGaps
         from traceflow.flows.hosts import HostFacts
 
         self.keep_flows = flows
+        self.reduce_conns = reduce_conns
         self.idle_timeout = idle_timeout
         self.hosts = HostFacts() if hosts else None
         self.synacks = SynAckGaps() if flows else None
@@ -131,6 +131,7 @@ class PacketPass:
         self.stream.finish()
         self._released(self.stream.release(), chunks)
         self._reduce()
+        self._fix_bins(final=True)
         if not self.keep_flows:
             return None
         table = pl.concat(chunks, how="vertical").drop("conn", "client_is_a")
@@ -183,7 +184,7 @@ class PacketPass:
         if self.keep_flows:
             chunks.append(chunk)
         self.done.append(chunk["conn"])
-        if sum(c.len() for c in self.done) >= REDUCE_CONNS:
+        if sum(c.len() for c in self.done) >= self.reduce_conns:
             self._reduce()
         self._fix_bins()
 
@@ -219,15 +220,19 @@ class PacketPass:
             self.data.add(ts, size)
             self.capacity.add(ts, size)
 
-    def _fix_bins(self):
+    def _fix_bins(self, final=False):
         """Fix the bins' origins once no packet of a connection still open can be earlier than
-        the first data packet seen (timestamps running forward)."""
-        if self.capacity.origin is not None or self.capacity.lo is None:
+        the first data packet seen (timestamps running forward), or at the end of an input."""
+        if self.capacity.origin is not None:
+            return
+        if self.capacity.lo is None:        # no data packet yet
+            if final and self.start is not None and self.data.origin is None:
+                self.data.fix(self.start)
             return
         open_first = [p["ts"].min() for p in self.pending if p.height]
         if self.stream.last_ts is not None:
             open_first.append(self.stream.last_ts)
-        if open_first and min(open_first) >= self.capacity.lo:
+        if final or (open_first and min(open_first) >= self.capacity.lo):
             self.capacity.fix(self.capacity.lo)
             self.data.fix(self.start)
 
