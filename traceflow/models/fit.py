@@ -1,7 +1,10 @@
 """Fit a replayable traffic model (:class:`traceflow.models.model.Model`) to one or more captures.
 
 ``fit(inputs)`` reads the packets of every input (captures or packets Parquet; flows of different
-inputs are never merged), and fits:
+inputs are never merged) once, batch by batch, keeping only what the fit needs of them
+(:class:`traceflow.models.fitstream.PacketPass`: the flow table, the link series, the SYN/ACK
+gaps and a few values per connection), so its memory does not grow with the capture's length
+beyond the flow table; then it fits:
 
 - the capture span and totals;
 - the link: data-direction bytes per 10 ms, capacity estimate (:func:`estimate_capacity`), mean
@@ -324,8 +327,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
 
     sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
 
+    log("end hosts")
     if hosts_from is not None:
-        log("end hosts")
         other = PacketPass(flows=False)
         for source in _sources(hosts_from):
             other.feed_input(source, filter=filter, proto=proto)
