@@ -179,18 +179,19 @@ class HostFacts:
             df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
                 max_payload=pl.col("payload_len").max(), n_data=pl.len(),
                 header=(pl.col("ip_len") - pl.col("payload_len")).filter(
-                    pl.col("payload_len") == pl.col("payload_len").max()).first()))
+                    pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"))
         legs = _handshake_legs(df)
-        parts["legs"].append(legs.select("conn", "leg_syn", "leg_ack", "sender_is_server"))
+        parts["legs"].append(legs.select("leg_syn", "leg_ack", "sender_is_server"))
         sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
         if sl.len():
             self.leg_cap = max(self.leg_cap, float(sl.max()))
         points, conns = _flight_points(df, self.leg_cap)
         parts["flight"].append(points)
         parts["flight_conns"].append(conns)
-        parts["rwnd"].append(_receiver_windows(df))
-        parts["options"].append(_handshake_options(df))
-        parts["delays"].append(_app_times(df))
+        # without the connection ids: what is kept per connection is only what the results read
+        parts["rwnd"].append(_receiver_windows(df).drop("conn"))
+        parts["options"].append(_handshake_options(df).drop("conn"))
+        parts["delays"].append(_app_times(df).drop("conn"))
         parts["timeouts"].append(_timeouts(df, legs))
         parts["syn_gaps"].append(_syn_gaps(df))
         self.spa += _ack_counts(df)

@@ -46,6 +46,11 @@ from traceflow.models.model import (Arrivals, Dispersion, InterArrival, Levels, 
 LEVEL_SCALE_S = 2.0   # the TCP-MT paper's block length for Fig. 1 style tables
 MIN_TAIL = 50
 LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-lived
+#: the flow columns the fit reads (the rest are dropped as flows are handed out)
+FLOW_COLUMNS = ["flow_id", "proto", "client_addr", "client_port", "server_addr", "server_port",
+                "start", "end", "duration", "packets", "app_bytes_c2s", "app_bytes_s2c",
+                "handshake", "close", "rtt_syn", "rtt_ack", "rtt_data1", "rtt_data2", "rtt_min3",
+                "rtt_handshake", "rtt_samples", "rtt_min", "rtt_median", "rtt_p90"]
 
 
 def _sources(inputs):
@@ -266,8 +271,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     log(f"one pass over {len(inputs)} input{'s' * (len(inputs) != 1)}: flows, link series, "
         f"end hosts")
     state = PacketPass(hosts=hosts_from is None)
-    fl = pl.concat([state.feed_input(source, filter=filter, proto=proto) for source in inputs],
-                   how="diagonal_relaxed")
+    fl = pl.concat([state.feed_input(source, filter=filter, proto=proto, columns=FLOW_COLUMNS)
+                    for source in inputs], how="diagonal_relaxed")
     if state.start is None:
         raise InputFormatError("inputs hold no packets", path=names[0])
     start, end = state.span()

@@ -112,12 +112,14 @@ class PacketPass:
 
     # ------------------------------------------------------------------ one input
 
-    def feed_input(self, source, *, filter=None, proto=None, batch_size=None):
+    def feed_input(self, source, *, filter=None, proto=None, batch_size=None, columns=None):
         """Stream one input (a path of a capture or packets Parquet, or a packets frame / Arrow
-        table); returns its flow table (:func:`traceflow.flows.flows`) when keeping flows."""
+        table); returns its flow table (:func:`traceflow.flows.flows`; only ``columns`` if
+        given) when keeping flows."""
         from traceflow.flows.table import BATCH_ROWS, FlowStream, packet_batches, _resorted
         from traceflow.selection import select_rows
 
+        self.columns = columns
         self.stream = FlowStream(idle_timeout=self.idle_timeout)
         self.stream.on_packets = self._consumed
         self.rows, self.raw, self.pending, self.done = 0, [], [], []
@@ -134,7 +136,7 @@ class PacketPass:
         self._fix_bins(final=True)
         if not self.keep_flows:
             return None
-        table = pl.concat(chunks, how="vertical").drop("conn", "client_is_a")
+        table = pl.concat(chunks, how="vertical")
         return table if self.stream.in_order else _resorted(table)
 
     def _batch(self, df):
@@ -181,9 +183,10 @@ class PacketPass:
     def _released(self, chunk, chunks):
         if chunk.height == 0:
             return
-        if self.keep_flows:
-            chunks.append(chunk)
         self.done.append(chunk["conn"])
+        if self.keep_flows:
+            chunks.append(chunk.drop("conn", "client_is_a") if self.columns is None
+                          else chunk.select(self.columns))
         if sum(c.len() for c in self.done) >= self.reduce_conns:
             self._reduce()
         self._fix_bins()
