@@ -426,10 +426,8 @@ def _timeouts(df, legs):
     d = d.with_columns(
         una=pl.col("ack").forward_fill().cum_max().over("conn").fill_null(0),
         prev_max=pl.col("end").forward_fill().cum_max().shift(1).over("conn"),
-        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().shift(1).over("conn"),
-        copies=pl.when(pl.col("sender")).then(pl.len().over("conn", "rel_seq", "sender")),
-        prev_tx=pl.when(pl.col("sender")).then(pl.col("ts_s").shift(1).over("conn", "rel_seq", "sender")))
-    d = d.with_columns(una_prev=pl.col("una").shift(1).over("conn").fill_null(0))
+        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().shift(1).over("conn"))
+    d = _copies(d).with_columns(una_prev=pl.col("una").shift(1).over("conn").fill_null(0))
     d = d.with_columns(adv=pl.col("ack").is_not_null() & (pl.col("una") > pl.col("una_prev")))
     retx = (d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
                      & (pl.col("end") <= pl.col("prev_max")))
@@ -445,6 +443,21 @@ def _timeouts(df, legs):
                           # a repeat timeout of the same segment, no ACK since its previous copy
                           nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
             .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
+
+
+def _copies(d):
+    """``d`` with, on the data sender's segments, ``copies`` (how often the segment's sequence
+    number was sent) and ``prev_tx`` (s, when its previous copy was): runs of a stable sort by
+    (conn, rel_seq), several times faster than windows over those keys."""
+    key = ["conn", "rel_seq"]
+    same = (pl.col("conn") == pl.col("conn").shift(1)) & (pl.col("rel_seq") == pl.col("rel_seq").shift(1))
+    sent = (d.with_row_index("_i").filter(pl.col("sender")).select("_i", *key, "ts_s")
+            .sort(key, maintain_order=True)
+            .with_columns(prev_tx=pl.when(same).then(pl.col("ts_s").shift(1)),
+                          _run=(~same.fill_null(False)).cum_sum())
+            .select("_i", "prev_tx", copies=pl.len().over("_run").cast(pl.UInt32)))
+    return (d.with_row_index("_i").join(sent, on="_i", how="left", maintain_order="left")
+            .drop("_i"))
 
 
 def _min_rto(timeouts):
