@@ -39,6 +39,11 @@ direction that carried more payload. From the sender's data and the receiver's A
   first :data:`QUICKACK_SEGMENTS` of each connection (Linux acknowledges those one by one, in
   quick-ACK mode); ≈1: every segment acknowledged, ≈2: delayed ACKs (boundary at √2).
 
+Every inference reduces each connection to a few values first (:class:`HostFacts`), so a
+capture can be streamed connection by connection (``traceflow fit``:
+:class:`traceflow.models.fitstream.PacketPass`, with the flow splitter's connection ids);
+:func:`infer_hosts` splits a whole packets table into connections itself.
+
 Times are seconds (float) in the results; the packets table uses integer-ns timestamps.
 """
 import numpy as np
