@@ -181,12 +181,12 @@ class PacketPass:
             conn=pl.Series(out["conn"][tcp]), a_side=pl.Series(out["fwd"][tcp] == 1)))
 
     def _released(self, chunk, chunks):
+        if self.keep_flows and (chunk.height or not chunks):   # an empty one keeps the schema
+            chunks.append(chunk.drop("conn", "client_is_a") if self.columns is None
+                          else chunk.select(self.columns))
         if chunk.height == 0:
             return
         self.done.append(chunk["conn"])
-        if self.keep_flows:
-            chunks.append(chunk.drop("conn", "client_is_a") if self.columns is None
-                          else chunk.select(self.columns))
         if sum(c.len() for c in self.done) >= self.reduce_conns:
             self._reduce()
         self._fix_bins()
