@@ -285,9 +285,9 @@ def vantage(legs):
 
 def _flight_points(df, leg_cap):
     """What :func:`_initial_window` needs of some connections: ``(points, conns)``. ``conns``:
-    per connection with a data ACK, ``t_ack1`` (its first, s), ``total`` (highest data byte
-    sent) and ``cap`` (``leg_cap``, s); ``points``: ``conn``, ``ts_s``, ``top`` (highest data
-    byte sent up to then) where ``top`` grows, before ``t_ack1 + leg_cap / 2``."""
+    per connection with a data ACK, ``t_ack1`` (its first, s) and ``total`` (highest data byte
+    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) where
+    ``top`` grows, the last of them before ``t_ack1`` and those before ``t_ack1 + leg_cap / 2``."""
     t_ack1 = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("rel_ack") > 0)
                         & (pl.col("rel_ack") < _MOD // 2))
               .group_by("conn").agg(t_ack1=pl.col("ts_s").min()))
@@ -295,10 +295,13 @@ def _flight_points(df, leg_cap):
             .select("conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
             .join(t_ack1, on="conn").sort("conn", "ts_s", maintain_order=True)
             .with_columns(top=pl.col("end").cum_max().over("conn")))
-    conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max(),
-                                      cap=pl.lit(leg_cap))
+    conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max())
     grows = pl.col("top") > pl.col("top").shift(1).over("conn").fill_null(-1)
-    points = data.filter(grows & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
+    # before the first data ACK only the last point counts (the cut is never earlier)
+    early = pl.col("ts_s") < pl.col("t_ack1")
+    last_early = early & ~early.shift(-1).over("conn").fill_null(False)
+    points = data.filter(last_early
+                         | grows & ~early & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
     return points.select("conn", "ts_s", "top"), conns
 
 

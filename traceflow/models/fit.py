@@ -48,9 +48,9 @@ MIN_TAIL = 50
 LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-lived
 #: the flow columns the fit reads (the rest are dropped as flows are handed out)
 FLOW_COLUMNS = ["flow_id", "proto", "client_addr", "client_port", "server_addr", "server_port",
-                "start", "end", "duration", "packets", "app_bytes_c2s", "app_bytes_s2c",
-                "handshake", "close", "rtt_syn", "rtt_ack", "rtt_data1", "rtt_data2", "rtt_min3",
-                "rtt_handshake", "rtt_samples", "rtt_min", "rtt_median", "rtt_p90"]
+                "start", "end", "duration", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
+                "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
+                "rtt_min3", "rtt_handshake", "rtt_min"]
 
 
 def _sources(inputs):

@@ -25,10 +25,13 @@ import polars as pl
 
 from traceflow import compare as cmp
 from traceflow.errors import InputFormatError
+from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
 
 #: finished connections whose packets are reduced together (the reductions have a fixed cost
 #: per call)
 REDUCE_CONNS = 4096
+#: the flow columns of few values (the rest of fit compares them with strings)
+_STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
 #: what the end-host inference reads besides the flow splitter's columns
 _HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
 
@@ -183,7 +186,10 @@ class PacketPass:
     def _released(self, chunk, chunks):
         if self.keep_flows and (chunk.height or not chunks):   # an empty one keeps the schema
             chunks.append(chunk.drop("conn", "client_is_a") if self.columns is None
-                          else chunk.select(self.columns))
+                          else chunk.select(self.columns).with_columns(
+                              # kept for every connection: a byte each instead of a string
+                              [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
+                               if c in self.columns]))
         if chunk.height == 0:
             return
         self.done.append(chunk["conn"])
