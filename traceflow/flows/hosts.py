@@ -167,7 +167,8 @@ class HostFacts:
 
     def __init__(self):
         self.parts = {name: [] for name in ("mss", "per_conn", "legs", "flight", "flight_conns",
-                                            "rwnd", "options", "delays", "timeouts", "syn_gaps")}
+                                            "rwnd", "options", "request", "response", "close",
+                                            "timeouts", "syn_gaps")}
         self.spa = np.zeros(4, dtype=np.int64)  # late data, late ACKs, new data, ACK advances
         self.leg_cap = 0.0
 
@@ -196,9 +197,10 @@ class HostFacts:
         # without the connection ids: what is kept per connection is only what the results read
         parts["rwnd"].append(_receiver_windows(df).drop("conn"))
         parts["options"].append(_handshake_options(df).drop("conn"))
-        parts["delays"].append(_app_times(df).drop("conn"))
+        for name, values in _app_times(df).items():
+            parts[name].append(values)
         parts["timeouts"].append(_timeouts(df, legs))
-        parts["syn_gaps"].append(_syn_gaps(df))
+        parts["syn_gaps"].append(_syn_gaps(df).drop_nulls())
         self.spa += _ack_counts(df)
 
     def _all(self, name):
@@ -242,7 +244,8 @@ class HostFacts:
             sack=sack,
             timestamps=stamps,
             window_scale=wscale,
-            **_app_delays(self._all("delays"), sender_side=where == "sender"),
+            **_app_delays({name: self._all(name) for name in ("request", "response", "close")},
+                          sender_side=where == "sender"),
         )
 
 
@@ -371,38 +374,40 @@ def _options(hs):
 
 
 def _app_times(df):
-    """Per connection (s): the client's handshake ACK, first and last request byte; the
-    server's first and last response byte and its FIN."""
+    """Per connection (s, only those measured and not negative): ``request`` (the client's
+    handshake ACK to its request, when the request follows it rather than riding on it),
+    ``response`` (the end of the request to the first response byte) and ``close`` (the last
+    response byte to the server's FIN): a Series of each."""
     flags = pl.col("tcp_flags")
     client, server = pl.col("fwd"), ~pl.col("fwd")
     data = pl.col("payload_len") > 0
-    return df.group_by("conn").agg(
+    per = df.group_by("conn").agg(
         ack=pl.col("ts_s").filter(client & ((flags & (SYN | ACK)) == ACK) & ~data).first(),
         request=pl.col("ts_s").filter(client & data).first(),
         request_end=pl.col("ts_s").filter(client & data).last(),
         response=pl.col("ts_s").filter(server & data).first(),
         last=pl.col("ts_s").filter(server & data).max(),
         fin=pl.col("ts_s").filter(server & ((flags & 0x01) != 0)).first())
+    delays = per.select(
+        request=pl.when(pl.col("request") > pl.col("ack")).then(pl.col("request") - pl.col("ack")),
+        response=pl.when(pl.col("response") > pl.col("request_end"))
+        .then(pl.col("response") - pl.col("request_end")),
+        close=pl.col("fin") - pl.col("last"))
+    return {name: delays[name].drop_nulls().filter(delays[name].drop_nulls() >= 0)
+            for name in delays.columns}
 
 
-def _app_delays(per, *, sender_side):
+def _app_delays(delays, *, sender_side):
     """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
     server's response and close delays (see the module docstring); None where unmeasured.
-    ``per``: :func:`_app_times` of the connections."""
-    def median(expr):
-        x = per.select(x=expr)["x"].drop_nulls()
-        x = x.filter(x >= 0)
-        return float(x.median()) if x.len() else None
+    ``delays``: :func:`_app_times` of the connections."""
+    def median(x):
+        return float(x.median()) if x is not None and x.len() else None
 
-    # a request that follows the handshake ACK (not one piggy-backed on it)
-    out = {"request_delay_s": median(pl.when(pl.col("request") > pl.col("ack"))
-                                     .then(pl.col("request") - pl.col("ack"))),
-           "response_delay_s": None, "close_delay_s": None}
-    if sender_side:
-        out["response_delay_s"] = median(pl.when(pl.col("response") > pl.col("request_end"))
-                                         .then(pl.col("response") - pl.col("request_end")))
-        out["close_delay_s"] = median(pl.col("fin") - pl.col("last"))
-    return out
+    return {"request_delay_s": median(delays["request"]),
+            "response_delay_s": median(delays["response"]) if sender_side else None,
+            "close_delay_s": median(delays["close"]) if sender_side else None}
+
 
 def _srtt(d, legs):
     """The data sender's smoothed RTT after each of its RTT samples (``conn``, ``ts_s``,
