@@ -55,7 +55,6 @@ def test_streamed_fit_equals_whole_table_fit(name):
 
 
 @pytest.mark.parametrize("parts", [("testbed", "rtt3dev", "server_side.pcap.gz"),
-                                   ("testbed", "devcubic", "client_side.pcap.gz"),
                                    ("captures", "slips_test-cc-capture-1.pcap")])
 def test_small_batches_equal_whole_tables(parts):
     """Batches of 3000 packets (connections span many; the flow splitter carries packets over)
