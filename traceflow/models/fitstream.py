@@ -198,18 +198,25 @@ class PacketPass:
         self._fix_bins()
 
     def _reduce(self):
-        """Reduce the packets of the connections handed out so far."""
-        from traceflow.flows.hosts import annotate
-        from traceflow.models.sessions import exchange_counts
-
+        """Reduce the packets of the connections handed out so far, ``reduce_conns`` at a time
+        (the reductions' temporaries stay small when many end together, as at the end)."""
         if not self.done or not self.pending:
             self.done = []
             return
-        ended = pl.concat(self.done).implode()
+        ended = pl.concat(self.done).sort()
         self.done = []
         buffered = pl.concat(self.pending)
-        mine = pl.col("conn").is_in(ended)
+        mine = pl.col("conn").is_in(ended.implode())
         conns, self.pending = buffered.filter(mine), [buffered.filter(~mine)]
+        del buffered
+        for k in range(0, ended.len(), self.reduce_conns):
+            group = ended.slice(k, self.reduce_conns)
+            self._reduce_group(conns.filter(pl.col("conn").is_between(group[0], group[-1])))
+
+    def _reduce_group(self, conns):
+        from traceflow.flows.hosts import annotate
+        from traceflow.models.sessions import exchange_counts
+
         if conns.height == 0:
             return
         df = annotate(conns, self.origin)
