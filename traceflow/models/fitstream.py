@@ -92,8 +92,8 @@ class Bins:
 class PacketPass:
     """Accumulates what fit needs (see the module docstring) over the inputs fed with
     :meth:`feed_input`. ``flows``: keep the flow tables, the series, the span and the sessions'
-    inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``). ``reduce_conns``: finished
-    connections whose packets are reduced together."""
+    inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``).
+    ``reduce_conns``: finished connections whose packets are reduced together."""
 
     def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0, reduce_conns=REDUCE_CONNS):
         from traceflow.flows.handshake_queue import SynAckGaps
