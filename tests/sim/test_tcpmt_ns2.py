@@ -17,13 +17,14 @@
    0.1 us gave ns-2's operating point (4.87 Mb/s, 68 timeouts), while ns-2 itself stays at
    4.74-5.20 Mb/s for shifts of -0.1 to +0.1 us: its double clock breaks such ties by rounding.
 3. Fig. 6 at 5 Mb/s (alpha = 1.05, 10,000 s, threshold schedule, A = 4, CA coupling, the same
-   calibrated background parameters; the sample paths differ, ns-2 draws its own): PT:242's
-   "unimodal with peak at theta = 4" holds in neither. Measured throughput theta = 1..7 (Mb/s),
-   ns-2 6.74 6.74 6.95 6.76 7.09 6.69 6.82 (within its +-5 % sample-path noise, the background
-   moving 2.1-2.5 Mb/s as the measured flow shifts it), ours 5.91 5.85 5.91 5.93 5.89 5.83 5.74;
-   timeouts 1246 ... 2314 (ns-2) and 1054 ... 3395 (ours): in both, aggressiveness costs timeouts
-   and buys no throughput at this RTT (30 ms, about 37 packets of bandwidth-delay product).
-   (Measured with ns-2's delay_growth_ true; not rerun since.)
+   calibrated background parameters k = 252.5 B, idle 0.172 s; the sample paths differ, ns-2 draws
+   its own files): PT:242's "unimodal with peak at theta = 4" holds in neither. theta = 1 / 4 / 8:
+   ns-2 6.38 / 6.46 / 6.74 Mb/s, 1663 / 1859 / 2687 timeouts, background 2.74 / 2.60 / 2.23 Mb/s;
+   ours 4.84 / 4.88 / 4.87 Mb/s, 2980 / 3314 / 5504 timeouts, background 3.92 / 3.85 / 3.47 Mb/s.
+   The levels differ because the backgrounds do: alone, with these parameters, ns-2's sample path
+   carries 3.83 Mb/s and ours 5.12 (alpha = 1.05: a few huge files decide the load of one path;
+   at alpha = 1.95, test 1, the two agree). In both, aggressiveness costs timeouts (x1.6, x1.8)
+   and theta = 4 is no peak.
 """
 import shutil
 import subprocess
@@ -98,7 +99,8 @@ def test_reno_operating_point_matches_ns2():
 @pytest.mark.slow
 def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
     """Fig. 6(a)'s set-up in both simulators: timeouts grow with the threshold theta (1.5x or more
-    from theta = 1 to 8), and no threshold buys more than 5 % over applying none (theta = 1)."""
+    from theta = 1 to 8), and theta = 4 is no peak (not 1 % above both theta = 1 and theta = 8, the
+    shape rule's noise, tcpmt/claims.py)."""
     cal = calibration.calibrate(base(), [(1.05, 5e6)], seed=1, duration=10000.0,
                           ex=batch.executor(workers=2))[(1.05, 5e6)]
     thetas = (1, 4, 8)
@@ -114,4 +116,4 @@ def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
     for runs in (ref, got):
         assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
         tp = [r["throughput_bps"] for r in runs]
-        assert max(tp) <= 1.05 * tp[0], runs
+        assert tp[1] <= 1.01 * max(tp[0], tp[2]), runs
