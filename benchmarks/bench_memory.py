@@ -7,7 +7,8 @@ concurrent connections than at 1x), then runs ``traceflow flows``, ``rtt``, ``se
 (``wait4`` rusage) at 16x against its peak at 1x (target <= 1.3x and <= 1 GB) and ``fit``'s
 packet rate (target >= 1 M packets/s), and every command's packet rate. ``TRACEFLOW_BENCH_64X=1``
 adds a 64x capture (~4.5 GB, generated on the fly and deleted) that every command must complete;
-it takes several minutes, so it is opt-in. A command running longer than
+it takes several minutes, so it is opt-in. ``TRACEFLOW_BENCH_COMMANDS=fit,flows`` measures only
+those commands. A command running longer than
 ``TRACEFLOW_BENCH_TIMEOUT`` seconds (default 900) is killed and reported as such. The issue's
 table (peak RSS and wall time per command and scale) is printed on stderr as Markdown.
 
@@ -26,15 +27,25 @@ SOURCE = SHARED / "datasets" / "testbed" / "dev10m" / "server_side.pcap.gz"
 GB = 1024.0
 
 
+NAMES = ("flows", "rtt", "series", "fit")
+
+
+def selected():
+    """The commands to measure (``TRACEFLOW_BENCH_COMMANDS``, default all)."""
+    names = os.environ.get("TRACEFLOW_BENCH_COMMANDS")
+    return [n for n in NAMES if n in names.split(",")] if names else list(NAMES)
+
+
 def commands(capture, out):
     """The measured commands on ``capture`` (outputs under ``out``)."""
     tf = [sys.executable, "-m", "traceflow.cli.main"]
-    return {
+    every = {
         "flows": [*tf, "flows", str(capture), "-o", str(out / "flows.parquet")],
         "rtt": [*tf, "rtt", str(capture), "--json"],
         "series": [*tf, "series", str(capture), "--bin", "10ms", "-o", str(out / "series.parquet")],
         "fit": [*tf, "fit", str(capture), "-o", str(out / "model.json")],
     }
+    return {name: every[name] for name in selected()}
 
 
 def measure(cmd, timeout):
@@ -93,7 +104,7 @@ def run(quick=False):
             capture.unlink()
     rows = []
     top = max(s for s in scales if s <= 16)
-    for name in ("flows", "rtt", "series", "fit"):
+    for name in selected():
         w1, r1, c1, _ = results[name, 1]
         wt, rt, ct, _ = results[name, top]
         ok = c1 == 0 and ct == 0 and rt <= 1.3 * r1 and rt <= GB
@@ -103,7 +114,7 @@ def run(quick=False):
             w64, r64, c64, _ = results[name, 64]
             rows.append(_row(f"{name} at 64x completes", r64, r1, "MB", r64 / r1, "rc 0",
                              c64 == 0, f"{w64:.0f} s"))
-    for name in ("flows", "rtt", "series", "fit"):
+    for name in selected():
         wall, _, rc, packets = results[name, top]
         rate = packets / wall / 1e6
         target = ">= 1" if name == "fit" else "-"
@@ -119,7 +130,7 @@ def markdown(results, scales):
     top = max(s for s in scales if s <= 16)
     lines = ["| command | " + " | ".join(f"{s}x" for s in scales) + f" | {top}x/1x RSS |",
              "|---" * (len(scales) + 2) + "|"]
-    for name in ("flows", "rtt", "series", "fit"):
+    for name in selected():
         cells = []
         for scale in scales:
             wall, rss, rc, packets = results[name, scale]

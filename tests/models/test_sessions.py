@@ -26,7 +26,8 @@ def testbed_slice(request):
     t0 = int(packets["ts"].cast(pl.Int64).min())
     packets = packets.filter(pl.col("ts").cast(pl.Int64) < t0 + SLICE_NS)
     params = json.loads(shared_path("testbed", run, "params.json").read_text())
-    return run, params, fit_sessions(flows(packets), packets, t0, t0 + SLICE_NS)
+    return run, params, fit_sessions(flows(packets), t0, t0 + SLICE_NS,
+                                      exchanges_per_connection(packets))
 
 
 def test_testbed_clients_are_closed_loops(testbed_slice):
@@ -80,7 +81,7 @@ def test_open_arrivals_stay_open():
                           "start": (starts * 1e9).astype(np.int64),
                           "end": (ends * 1e9).astype(np.int64),
                           "client_addr": ["10.0.0.1"] * starts.size})
-    assert fit_sessions(flows, None, 0, int(1500e9)) is None
+    assert fit_sessions(flows, 0, int(1500e9), 1.0) is None
 
 
 def test_open_counts():

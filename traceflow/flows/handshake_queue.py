@@ -18,29 +18,63 @@ from traceflow.flows.transfers import ACK, SYN
 BACK_TO_BACK = 1.25
 
 
-def synack_queued(packets, flows, capacity_bps):
+def synack_queued(packets, flows, capacity_bps, gaps=None):
     """``flows`` with ``synack_queued``: True when the flow's SYN/ACK followed the frame before it
     in its direction within one transmission time of the larger of the two at ``capacity_bps``
     (bit/s, the bottleneck's rate as the fit estimates it, IP bytes), False when the link was idle before it, null when its SYN/ACK is not
     in ``packets`` or the capacity is unknown. Only meaningful for a capture downstream of the
     bottleneck in the SYN/ACK's direction; :func:`~traceflow.models.fit.path_rtt` uses it only when
-    the queue sits on that leg (capture → server → capture)."""
-    if not capacity_bps or capacity_bps <= 0 or packets.height == 0:
+    the queue sits on that leg (capture → server → capture). ``gaps``: the
+    :meth:`SynAckGaps.table` of ``packets`` when streamed (``packets`` is then not read)."""
+    if gaps is None:
+        stream = SynAckGaps()
+        stream.feed(packets)
+        gaps = stream.table()
+    if not capacity_bps or capacity_bps <= 0 or gaps.height == 0:
         return flows.with_columns(synack_queued=pl.lit(None, dtype=pl.Boolean))
-    synack = (pl.col("tcp_flags") & (SYN | ACK)) == (SYN | ACK)
-    d = packets.select("ts", "src", "ip_len", "tcp_flags").with_columns(t=pl.col("ts").cast(pl.Int64))
-    servers = d.filter(synack)["src"].unique()
-    down = (d.filter(pl.col("src").is_in(servers.implode()))
-            .sort("t", maintain_order=True)
-            .with_columns(gap=pl.col("t").diff(),
-                          size=pl.max_horizontal("ip_len", pl.col("ip_len").shift(1))
-                          .cast(pl.Float64))
-            .filter(synack)
-            .select("t", synack_queued=pl.col("gap")
-                    <= BACK_TO_BACK * pl.col("size") * 8e9 / capacity_bps))
+    down = gaps.select("t", synack_queued=pl.col("gap")
+                       <= BACK_TO_BACK * pl.col("size") * 8e9 / capacity_bps)
     at = (pl.col("start").cast(pl.Int64) + (pl.col("rtt_syn") * 1e9).round().cast(pl.Int64))
     fl = flows.with_row_index("_row").with_columns(t=at)
     hit = (fl.filter(pl.col("t").is_not_null()).select("_row", "t").sort("t")
-           .join_asof(down, on="t", strategy="nearest", tolerance=2_000)
+           .join_asof(down.sort("t", maintain_order=True), on="t", strategy="nearest",
+                      tolerance=2_000)
            .select("_row", "synack_queued"))
     return fl.join(hit, on="_row", how="left").sort("_row").drop("_row", "t")
+
+
+class SynAckGaps:
+    """The packet-pair test's measurements, packet batch by batch (in time order): for every
+    SYN/ACK, ``t`` (ns), ``gap`` (ns since the frame before it from a server: an address that
+    sent a SYN/ACK so far) and ``size`` (IP bytes, the larger of the two). Keeps the server
+    addresses, the last server frame and one row per SYN/ACK."""
+
+    def __init__(self):
+        self.servers = None
+        self.last = None
+        self.rows = []
+
+    def feed(self, packets):
+        """Consume a packets DataFrame (``ts``, ``src``, ``ip_len``, ``tcp_flags``)."""
+        synack = (pl.col("tcp_flags") & (SYN | ACK)) == (SYN | ACK)
+        d = packets.select(t=pl.col("ts").cast(pl.Int64), src="src", ip_len="ip_len",
+                           synack=synack.fill_null(False))
+        new = d.filter(pl.col("synack"))["src"].unique()
+        self.servers = new if self.servers is None else pl.concat([self.servers, new]).unique()
+        down = d.filter(pl.col("src").is_in(self.servers.implode())).drop("src")
+        if self.last is not None:
+            down = pl.concat([self.last, down])
+        if down.height == 0:
+            return
+        down = down.sort("t", maintain_order=True)
+        self.last = down.tail(1).with_columns(synack=pl.lit(False))
+        self.rows.append(down.with_columns(gap=pl.col("t").diff(),
+                                           size=pl.max_horizontal("ip_len", pl.col("ip_len").shift(1))
+                                           .cast(pl.Float64))
+                         .filter(pl.col("synack")).select("t", "gap", "size"))
+
+    def table(self):
+        """The rows of every SYN/ACK so far (see the class docstring)."""
+        schema = {"t": pl.Int64, "gap": pl.Int64, "size": pl.Float64}
+        return pl.concat([pl.DataFrame(schema=schema), *self.rows]) if self.rows else \
+            pl.DataFrame(schema=schema)

@@ -39,6 +39,11 @@ direction that carried more payload. From the sender's data and the receiver's A
   first :data:`QUICKACK_SEGMENTS` of each connection (Linux acknowledges those one by one, in
   quick-ACK mode); ≈1: every segment acknowledged, ≈2: delayed ACKs (boundary at √2).
 
+Every inference reduces each connection to a few values first (:class:`HostFacts`), so a
+capture can be streamed connection by connection (``traceflow fit``:
+:class:`traceflow.models.fitstream.PacketPass`, with the flow splitter's connection ids);
+:func:`infer_hosts` splits a whole packets table into connections itself.
+
 Times are seconds (float) in the results; the packets table uses integer-ns timestamps.
 """
 import numpy as np
@@ -89,9 +94,30 @@ def connections(packets):
     new_conn = pl.col("syn") & (prev_syn_seq.is_null() | (prev_syn_seq != pl.col("seq")))
     df = df.with_columns(epoch=new_conn.cast(pl.Int32).cum_sum().over("key"))
     df = df.with_columns(conn=pl.struct("key", "epoch").rank("dense").cast(pl.Int64))
-    client = (pl.col("_a").filter(pl.col("syn")).first().over("conn")
-              .fill_null(pl.col("_a").first().over("conn")))
-    df = df.with_columns(fwd=pl.col("_a") == client)
+    return _orient(df.with_columns(fwd=pl.col("_a") == _client(pl.col("_a"))).drop(
+        "_a", "_b", "epoch", "syn", "key"))
+
+
+def _client(side):
+    """Per connection, the value of ``side`` (an expression telling a packet's direction) of the
+    first SYN without ACK, else of the first packet: True where a packet was sent by the client."""
+    return side.filter(pl.col("syn")).first().over("conn").fill_null(side.first().over("conn"))
+
+
+def annotate(packets, origin_ns):
+    """:func:`connections` of whole connections numbered elsewhere (the flow splitter's
+    ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`): ``packets`` holds TCP
+    packets in capture order with ``conn`` (int64) and ``a_side`` (bool, sent by the pair's
+    smaller endpoint); ``origin_ns`` is the ``ts`` that ``ts_s`` counts from."""
+    is_syn = ((pl.col("tcp_flags") & SYN) != 0) & ((pl.col("tcp_flags") & ACK) == 0)
+    df = (packets.sort("conn", "ts", maintain_order=True)
+          .with_columns(syn=is_syn, ts_s=(pl.col("ts").cast(pl.Int64) - origin_ns) / 1e9))
+    return _orient(df.with_columns(fwd=pl.col("a_side") == _client(pl.col("a_side")))
+                   .drop("a_side", "syn"))
+
+
+def _orient(df):
+    """``sender``, ``rel_seq``, ``rel_ack`` of packets with ``conn`` and ``fwd``."""
     c2s = pl.col("payload_len").filter(pl.col("fwd")).sum().over("conn")
     s2c = pl.col("payload_len").filter(~pl.col("fwd")).sum().over("conn")
     df = df.with_columns(sender=pl.col("fwd") == (c2s > s2c))
@@ -103,7 +129,7 @@ def connections(packets):
         rel_seq=pl.when(pl.col("sender")).then((pl.col("seq").cast(pl.Int64) - base) % _MOD),
         rel_ack=pl.when(~pl.col("sender") & ((pl.col("tcp_flags") & ACK) != 0))
         .then((pl.col("ack").cast(pl.Int64) - base) % _MOD))
-    return df.drop("_a", "_b", "epoch", "syn", "key")
+    return df
 
 
 def _handshake_legs(df):
@@ -128,59 +154,109 @@ def _mode(values):
     return uniq[np.argmax(counts)].item()
 
 
+class HostFacts:
+    """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
+    whole connections (:func:`connections` / :func:`annotate` output; every connection in one
+    call), any number of times, then :meth:`result`. What is kept is a few values per connection
+    (and the first-flight points, below), never the packets, so a capture can be streamed.
+
+    The first flight (:func:`_initial_window`) is cut at half the sender leg's 5th percentile over
+    *all* connections, known only at the end: each connection keeps the points where its highest
+    sequence number sent grows, up to half the largest sender leg seen so far, which bounds that
+    percentile unless 95 % of the later connections have a longer leg than every earlier one."""
+
+    def __init__(self):
+        self.parts = {name: [] for name in ("mss", "per_conn", "legs", "flight", "flight_conns",
+                                            "rwnd", "options", "request", "response", "close",
+                                            "timeouts", "syn_gaps")}
+        self.spa = np.zeros(4, dtype=np.int64)  # late data, late ACKs, new data, ACK advances
+        self.leg_cap = 0.0
+
+    def add(self, df):
+        """Reduce the packets ``df`` of whole connections (see the class docstring)."""
+        if df.height == 0:
+            return
+        flags = pl.col("tcp_flags")
+        parts = self.parts
+        # MSS: the smaller of the two options per connection
+        parts["mss"].append(df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
+                            .drop_nulls()["mss"])
+        parts["per_conn"].append(
+            df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
+                max_payload=pl.col("payload_len").max(), n_data=pl.len(),
+                header=(pl.col("ip_len") - pl.col("payload_len")).filter(
+                    pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"))
+        legs = _handshake_legs(df)
+        parts["legs"].append(legs.select("leg_syn", "leg_ack", "sender_is_server"))
+        sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
+        if sl.len():
+            self.leg_cap = max(self.leg_cap, float(sl.max()))
+        points, conns = _flight_points(df, self.leg_cap)
+        parts["flight"].append(points)
+        parts["flight_conns"].append(conns)
+        # without the connection ids: what is kept per connection is only what the results read
+        parts["rwnd"].append(_receiver_windows(df).drop("conn"))
+        parts["options"].append(_handshake_options(df).drop("conn"))
+        for name, values in _app_times(df).items():
+            parts[name].append(values)
+        parts["timeouts"].append(_timeouts(df, legs))
+        parts["syn_gaps"].append(_syn_gaps(df).drop_nulls())
+        self.spa += _ack_counts(df)
+
+    def _all(self, name):
+        return pl.concat(self.parts[name], how="vertical") if self.parts[name] else None
+
+    def result(self, *, min_flows=5):
+        """The :class:`~traceflow.models.model.Hosts` of every connection added."""
+        if not self.parts["legs"]:
+            return Hosts(mss=None, segment_size=None, initial_window=None, initial_window_flows=0,
+                         initial_window_observable=False, receiver_window=None, min_rto_s=None,
+                         rto_samples=0, delayed_ack=None, segments_per_ack=None, vantage="unknown")
+        mss = _mode(self._all("mss").to_numpy())
+        per_conn = self._all("per_conn")
+        full = per_conn.filter(pl.col("n_data") >= 3)
+        seg = _mode(full["max_payload"].to_numpy()) if full.height else _mode(per_conn["max_payload"].to_numpy())
+        header = _mode(full["header"].to_numpy()) if full.height else None
+        legs = self._all("legs")
+        where = vantage(legs)
+        iw, iw_n = _initial_window(self._all("flight"), self._all("flight_conns"), legs, seg)
+        timeouts = self._all("timeouts")
+        rto, rto_n = _min_rto(timeouts)
+        init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
+        spa = _segments_per_ack(*self.spa)
+        sack, stamps, wscale = _options(self._all("options"))
+        return Hosts(
+            mss=None if mss is None else int(mss),
+            segment_size=None if seg is None else int(seg),
+            initial_window=iw if iw_n >= min_flows else None,
+            initial_window_flows=iw_n,
+            initial_window_observable=where == "sender",
+            receiver_window=_receiver_window(self._all("rwnd")),
+            min_rto_s=rto,
+            rto_samples=rto_n,
+            delayed_ack=None if spa is None else bool(spa >= 2 ** 0.5),
+            segments_per_ack=spa,
+            vantage=where,
+            header_bytes=None if header is None else int(header),
+            rto_backoff=_backoff(timeouts),
+            initial_rto_s=init_rto,
+            initial_rto_samples=init_rto_n,
+            sack=sack,
+            timestamps=stamps,
+            window_scale=wscale,
+            **_app_delays({name: self._all(name) for name in ("request", "response", "close")},
+                          sender_side=where == "sender"),
+        )
+
+
 def infer_hosts(packets, *, min_flows=5):
-    """Infer :class:`~traceflow.models.model.Hosts` from a packets table (Arrow table, Polars frame)."""
+    """Infer :class:`~traceflow.models.model.Hosts` from a packets table (Arrow table, Polars
+    frame), whole; :class:`HostFacts` streams."""
+    facts = HostFacts()
     df = connections(packets)
-    empty = Hosts(mss=None, segment_size=None, initial_window=None, initial_window_flows=0,
-                  initial_window_observable=False, receiver_window=None, min_rto_s=None,
-                  rto_samples=0, delayed_ack=None, segments_per_ack=None, vantage="unknown")
-    if df.height == 0:
-        return empty
-    flags = pl.col("tcp_flags")
-    syns = df.filter((flags & SYN) != 0)
-
-    # MSS: the smaller of the two options per connection.
-    mss = _mode(syns.group_by("conn").agg(pl.col("mss").min()).drop_nulls()["mss"].to_numpy())
-    data = df.filter(pl.col("sender") & (pl.col("payload_len") > 0))
-    per_conn = data.group_by("conn").agg(
-        max_payload=pl.col("payload_len").max(), n_data=pl.len(),
-        header=(pl.col("ip_len") - pl.col("payload_len")).filter(
-            pl.col("payload_len") == pl.col("payload_len").max()).first())
-    full = per_conn.filter(pl.col("n_data") >= 3)
-    seg = _mode(full["max_payload"].to_numpy()) if full.height else _mode(per_conn["max_payload"].to_numpy())
-    header = _mode(full["header"].to_numpy()) if full.height else None
-
-    legs = _handshake_legs(df)
-    where = vantage(legs)
-    iw, iw_n = _initial_window(df, legs, seg)
-    rwnd = _receiver_window(df)
-    timeouts = _timeouts(df, legs)
-    rto, rto_n = _min_rto(timeouts)
-    init_rto, init_rto_n = _initial_rto(df)
-    spa = _segments_per_ack(df)
-    sack, stamps, wscale = _options(df)
-    delays = _app_delays(df, sender_side=where == "sender")
-    return Hosts(
-        mss=None if mss is None else int(mss),
-        segment_size=None if seg is None else int(seg),
-        initial_window=iw if iw_n >= min_flows else None,
-        initial_window_flows=iw_n,
-        initial_window_observable=where == "sender",
-        receiver_window=rwnd,
-        min_rto_s=rto,
-        rto_samples=rto_n,
-        delayed_ack=None if spa is None else bool(spa >= 2 ** 0.5),
-        segments_per_ack=spa,
-        vantage=where,
-        header_bytes=None if header is None else int(header),
-        rto_backoff=_backoff(timeouts),
-        initial_rto_s=init_rto,
-        initial_rto_samples=init_rto_n,
-        sack=sack,
-        timestamps=stamps,
-        window_scale=wscale,
-        **delays,
-    )
+    if df.height:
+        facts.add(df)
+    return facts.result(min_flows=min_flows)
 
 
 def _sender_leg(legs):
@@ -209,27 +285,45 @@ def vantage(legs):
     return "unknown"
 
 
-def _initial_window(df, legs, seg):
-    """Median first-flight size (segments) over connections that sent beyond it, and their count."""
-    if not seg:
-        return None, 0
+
+def _flight_points(df, leg_cap):
+    """What :func:`_initial_window` needs of some connections: ``(points, conns)``. ``conns``:
+    per connection with a data ACK, ``t_ack1`` (its first, s) and ``total`` (highest data byte
+    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) where
+    ``top`` grows, the last of them before ``t_ack1`` and those before ``t_ack1 + leg_cap / 2``."""
     t_ack1 = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("rel_ack") > 0)
                         & (pl.col("rel_ack") < _MOD // 2))
               .group_by("conn").agg(t_ack1=pl.col("ts_s").min()))
+    data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0))
+            .select("conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
+            .join(t_ack1, on="conn").sort("conn", "ts_s", maintain_order=True)
+            .with_columns(top=pl.col("end").cum_max().over("conn")))
+    conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max())
+    grows = pl.col("top") > pl.col("top").shift(1).over("conn").fill_null(-1)
+    # before the first data ACK only the last point counts (the cut is never earlier)
+    early = pl.col("ts_s") < pl.col("t_ack1")
+    last_early = early & ~early.shift(-1).over("conn").fill_null(False)
+    points = data.filter(last_early
+                         | grows & ~early & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
+    return points.select("conn", "ts_s", "top"), conns
+
+
+def _initial_window(points, conns, legs, seg):
+    """Median first-flight size (segments) over connections that sent beyond it, and their count."""
+    if not seg or conns is None:
+        return None, 0
     # The propagation part of the capture -> sender -> capture leg: a low quantile over all
     # connections (a handshake that met a queue would push the boundary past the first flight).
     sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
     leg = max(float(sl.quantile(0.05)), 0.0) if sl.len() else 0.0
-    data = df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).select(
-        "conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
     # Half the sender leg: at a sender-side capture the leg is the host's reaction time, so
     # segments released by the first ACK fall outside; at a receiver-side capture it is mid-gap.
-    flights = (data.join(t_ack1, on="conn")
+    flights = (points.join(conns.select("conn", "t_ack1"), on="conn")
                .group_by("conn").agg(
-                   flight=pl.col("end").filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg)
-                   .max(),
-                   total=pl.col("end").max()))
-    ok = flights.filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight")))
+                   flight=pl.col("top").filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg)
+                   .max()))
+    ok = (conns.join(flights, on="conn", how="left")
+          .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
     if ok.height == 0:
         return None, 0
     segments = np.ceil(ok["flight"].to_numpy() / seg)
@@ -240,39 +334,50 @@ def _initial_window(df, legs, seg):
     return float(iw), int(ok.height)
 
 
-def _receiver_window(df):
+def _receiver_windows(df):
+    """Per connection, the data receiver's largest advertised window (bytes, scaled)."""
     flags = pl.col("tcp_flags")
     scale = (pl.col("wscale").filter(~pl.col("sender") & ((flags & SYN) != 0)).first().over("conn")
              .fill_null(0).cast(pl.Int64))
     # Windows in SYN segments are never scaled (RFC 7323).
     w = df.with_columns(win=pl.when((flags & SYN) != 0).then(pl.col("window").cast(pl.Int64))
                         .otherwise(pl.col("window").cast(pl.Int64) * (2 ** scale)))
-    per = w.filter(~pl.col("sender") & ((flags & RST) == 0)).group_by("conn").agg(pl.col("win").max())
-    if per.height == 0:
+    return w.filter(~pl.col("sender") & ((flags & RST) == 0)).group_by("conn").agg(pl.col("win").max())
+
+
+def _receiver_window(per):
+    if per is None or per.height == 0:
         return None
     return int(per["win"].median())
 
 
-def _options(df):
-    """``(sack, timestamps, window_scale)``: SACK-permitted and Timestamps when both SYN and
-    SYN/ACK carry them in at least :data:`OPTION_SHARE` of the connections with a handshake
-    (None without one); the data receivers' most common window-scale shift."""
+def _handshake_options(df):
+    """Per connection whose SYN and SYN/ACK were both seen: whether both carry SACK-permitted
+    and Timestamps, and the data receiver's window-scale shift."""
     flags = pl.col("tcp_flags")
-    hs = df.filter((flags & SYN) != 0).group_by("conn").agg(
+    return df.filter((flags & SYN) != 0).group_by("conn").agg(
         both=pl.col("fwd").n_unique() == 2,
         sack=pl.col("sack_ok").fill_null(False).all(),
         ts=pl.col("tsval").is_not_null().all(),
         wscale=pl.col("wscale").filter(~pl.col("sender")).first()).filter(pl.col("both"))
-    if hs.height == 0:
+
+
+def _options(hs):
+    """``(sack, timestamps, window_scale)``: SACK-permitted and Timestamps when both SYN and
+    SYN/ACK carry them in at least :data:`OPTION_SHARE` of the connections with a handshake
+    (None without one); the data receivers' most common window-scale shift."""
+    if hs is None or hs.height == 0:
         return None, None, None
     wscale = _mode(hs["wscale"].drop_nulls().to_numpy())
     return (bool(hs["sack"].mean() >= OPTION_SHARE), bool(hs["ts"].mean() >= OPTION_SHARE),
             None if wscale is None else int(wscale))
 
 
-def _app_delays(df, *, sender_side):
-    """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
-    server's response and close delays (see the module docstring); None where unmeasured."""
+def _app_times(df):
+    """Per connection (s, only those measured and not negative): ``request`` (the client's
+    handshake ACK to its request, when the request follows it rather than riding on it),
+    ``response`` (the end of the request to the first response byte) and ``close`` (the last
+    response byte to the server's FIN): a Series of each."""
     flags = pl.col("tcp_flags")
     client, server = pl.col("fwd"), ~pl.col("fwd")
     data = pl.col("payload_len") > 0
@@ -283,21 +388,25 @@ def _app_delays(df, *, sender_side):
         response=pl.col("ts_s").filter(server & data).first(),
         last=pl.col("ts_s").filter(server & data).max(),
         fin=pl.col("ts_s").filter(server & ((flags & 0x01) != 0)).first())
+    delays = per.select(
+        request=pl.when(pl.col("request") > pl.col("ack")).then(pl.col("request") - pl.col("ack")),
+        response=pl.when(pl.col("response") > pl.col("request_end"))
+        .then(pl.col("response") - pl.col("request_end")),
+        close=pl.col("fin") - pl.col("last"))
+    return {name: delays[name].drop_nulls().filter(delays[name].drop_nulls() >= 0)
+            for name in delays.columns}
 
-    def median(expr):
-        x = per.select(x=expr)["x"].drop_nulls()
-        x = x.filter(x >= 0)
-        return float(x.median()) if x.len() else None
 
-    # a request that follows the handshake ACK (not one piggy-backed on it)
-    out = {"request_delay_s": median(pl.when(pl.col("request") > pl.col("ack"))
-                                     .then(pl.col("request") - pl.col("ack"))),
-           "response_delay_s": None, "close_delay_s": None}
-    if sender_side:
-        out["response_delay_s"] = median(pl.when(pl.col("response") > pl.col("request_end"))
-                                         .then(pl.col("response") - pl.col("request_end")))
-        out["close_delay_s"] = median(pl.col("fin") - pl.col("last"))
-    return out
+def _app_delays(delays, *, sender_side):
+    """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
+    server's response and close delays (see the module docstring); None where unmeasured.
+    ``delays``: :func:`_app_times` of the connections."""
+    def median(x):
+        return float(x.median()) if x is not None and x.len() else None
+
+    return {"request_delay_s": median(delays["request"]),
+            "response_delay_s": median(delays["response"]) if sender_side else None,
+            "close_delay_s": median(delays["close"]) if sender_side else None}
 
 
 def _srtt(d, legs):
@@ -330,10 +439,8 @@ def _timeouts(df, legs):
     d = d.with_columns(
         una=pl.col("ack").forward_fill().cum_max().over("conn").fill_null(0),
         prev_max=pl.col("end").forward_fill().cum_max().shift(1).over("conn"),
-        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().shift(1).over("conn"),
-        copies=pl.when(pl.col("sender")).then(pl.len().over("conn", "rel_seq", "sender")),
-        prev_tx=pl.when(pl.col("sender")).then(pl.col("ts_s").shift(1).over("conn", "rel_seq", "sender")))
-    d = d.with_columns(una_prev=pl.col("una").shift(1).over("conn").fill_null(0))
+        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().shift(1).over("conn"))
+    d = _copies(d).with_columns(una_prev=pl.col("una").shift(1).over("conn").fill_null(0))
     d = d.with_columns(adv=pl.col("ack").is_not_null() & (pl.col("una") > pl.col("una_prev")))
     retx = (d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
                      & (pl.col("end") <= pl.col("prev_max")))
@@ -349,6 +456,21 @@ def _timeouts(df, legs):
                           # a repeat timeout of the same segment, no ACK since its previous copy
                           nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
             .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
+
+
+def _copies(d):
+    """``d`` with, on the data sender's segments, ``copies`` (how often the segment's sequence
+    number was sent) and ``prev_tx`` (s, when its previous copy was): runs of a stable sort by
+    (conn, rel_seq), several times faster than windows over those keys."""
+    key = ["conn", "rel_seq"]
+    same = (pl.col("conn") == pl.col("conn").shift(1)) & (pl.col("rel_seq") == pl.col("rel_seq").shift(1))
+    sent = (d.with_row_index("_i").filter(pl.col("sender")).select("_i", *key, "ts_s")
+            .sort(key, maintain_order=True)
+            .with_columns(prev_tx=pl.when(same).then(pl.col("ts_s").shift(1)),
+                          _run=(~same.fill_null(False)).cum_sum())
+            .select("_i", "prev_tx", copies=pl.len().over("_run").cast(pl.UInt32)))
+    return (d.with_row_index("_i").join(sent, on="_i", how="left", maintain_order="left")
+            .drop("_i"))
 
 
 def _min_rto(timeouts):
@@ -370,21 +492,28 @@ def _backoff(timeouts):
     return float((t["since_tx"] / t["prev"]).median())
 
 
-def _initial_rto(df):
-    """Median interval (s) between the first two copies of a SYN or SYN/ACK (same ISN), and the
-    number of handshakes with a retransmission: the RTO before any RTT sample."""
+def _syn_gaps(df):
+    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN; null for one
+    copy)."""
     flags = pl.col("tcp_flags")
-    syn = (df.filter((flags & SYN) != 0).sort("conn", "ts")
-           .group_by("conn", "fwd", "seq").agg(gap=pl.col("ts_s").sort().slice(0, 2).diff().last()))
-    gaps = syn["gap"].drop_nulls()
+    return (df.filter((flags & SYN) != 0).sort("conn", "ts")
+            .group_by("conn", "fwd", "seq").agg(gap=pl.col("ts_s").sort().slice(0, 2).diff().last())
+            ["gap"])
+
+
+def _initial_rto(gaps):
+    """Median of :func:`_syn_gaps` ``gaps`` (s) and the number of handshakes with a
+    retransmission: the RTO before any RTT sample."""
+    gaps = gaps.drop_nulls()
     if gaps.len() == 0:
         return None, 0
     return float(gaps.median()), int(gaps.len())
 
 
-def _segments_per_ack(df):
-    """New data segments per acknowledgment advance, pooled over connections, beyond the first
-    :data:`QUICKACK_SEGMENTS` segments of each (all of them when no connection is that long)."""
+def _ack_counts(df):
+    """For :func:`_segments_per_ack`: new data segments and acknowledgment advances of the
+    connections ``df``, beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and
+    all of them: [late segments, late ACKs, segments, ACKs]."""
     new_data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
                 .with_columns(end=pl.col("rel_seq") + pl.col("payload_len"))
                 .with_columns(prev=pl.col("end").cum_max().shift(1).over("conn").fill_null(0))
@@ -397,8 +526,14 @@ def _segments_per_ack(df):
     late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
     late_data = new_data.filter(pl.col("k") >= QUICKACK_SEGMENTS)
     late_acks = acks.join(late, on="conn").filter(pl.col("rel_ack") > pl.col("quick"))
-    if late_acks.height and late_data.height:
-        return float(late_data.height / late_acks.height)
-    if acks.height == 0 or new_data.height == 0:
+    return np.array([late_data.height, late_acks.height, new_data.height, acks.height])
+
+
+def _segments_per_ack(late_data, late_acks, new_data, acks):
+    """New data segments per acknowledgment advance, pooled over connections, beyond the first
+    :data:`QUICKACK_SEGMENTS` segments of each (all of them when no connection is that long)."""
+    if late_acks and late_data:
+        return float(late_data / late_acks)
+    if acks == 0 or new_data == 0:
         return None
-    return float(new_data.height / acks.height)
+    return float(new_data / acks)

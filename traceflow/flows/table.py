@@ -217,6 +217,9 @@ class FlowStream:
         self.in_order = True    # no finished flow started before a released one
         self.ended = False
         self.samples = [] if want_samples else None
+        #: called with each slice of prepared packets the splitter consumed and the splitter's
+        #: per-packet output (``conn``, ``fwd``, ...): connection ids for one-pass consumers
+        self.on_packets = None
         self.reorder = None
         if reorder:
             from traceflow.pcap.reorder import Reorder
@@ -303,6 +306,8 @@ class FlowStream:
             return
         done = df.slice(0, used)
         self.last_ts = done["ts"][-1]
+        if self.on_packets is not None:
+            self.on_packets(done, out)
         batch = {c: done[c].to_numpy() for c in _SAMPLER_COLUMNS}
         samples = self.sampler.feed({**batch, **out})
         samples = pl.DataFrame(samples).select("conn", "ts", "side", "rtt", "frame",
@@ -521,20 +526,21 @@ def scan_packets(path):
     return pl.from_arrow(read_packets(path)).lazy()
 
 
-def packet_batches(packets, batch_size=BATCH_ROWS):
+def packet_batches(packets, batch_size=BATCH_ROWS, columns=tuple(_PACKET_COLUMNS)):
     """The packets of ``packets`` as batches of at most ``batch_size`` rows, in order, read
     lazily: a path (a capture, decoded batch by batch, or a packets Parquet, read together with
     the other chunk parts of the same capture when it is one), a pyarrow Table, a Polars
-    DataFrame or LazyFrame, or an iterable of record batches (passed through)."""
+    DataFrame or LazyFrame, or an iterable of record batches (passed through). ``columns``: what
+    is read of a Parquet file or LazyFrame (those it has; None: every column)."""
     if isinstance(packets, (str, Path)):
-        yield from _file_batches(packets, batch_size)
+        yield from _file_batches(packets, batch_size, columns)
     elif isinstance(packets, pa.Table):
         yield from packets.to_batches(max_chunksize=batch_size)
     elif isinstance(packets, pl.DataFrame):
         yield from packets.iter_slices(batch_size)
     elif isinstance(packets, pl.LazyFrame):
         names = packets.collect_schema().names()
-        yield from packets.select([c for c in _PACKET_COLUMNS if c in names]).collect_batches(
+        yield from packets.select([c for c in columns or names if c in names]).collect_batches(
             chunk_size=batch_size)
     elif isinstance(packets, pa.RecordBatch):
         yield packets
@@ -546,7 +552,7 @@ def packet_batches(packets, batch_size=BATCH_ROWS):
                             f"not {type(packets).__name__}") from None
 
 
-def _file_batches(path, batch_size):
+def _file_batches(path, batch_size, columns=tuple(_PACKET_COLUMNS)):
     kind = input_kind(path)
     if kind == "flows":
         raise InputFormatError("expected packets or a capture, got a flows table", path=path)
@@ -563,7 +569,7 @@ def _file_batches(path, batch_size):
         with pq.ParquetFile(part) as f:
             names = f.schema_arrow.names
             yield from f.iter_batches(batch_size=batch_size,
-                                      columns=[c for c in _PACKET_COLUMNS if c in names])
+                                      columns=[c for c in columns or names if c in names])
 
 
 def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None,

@@ -1,7 +1,10 @@
 """Fit a replayable traffic model (:class:`traceflow.models.model.Model`) to one or more captures.
 
 ``fit(inputs)`` reads the packets of every input (captures or packets Parquet; flows of different
-inputs are never merged), and fits:
+inputs are never merged) once, batch by batch, keeping only what the fit needs of them
+(:class:`traceflow.models.fitstream.PacketPass`: the flow table, the link series, the SYN/ACK
+gaps and a few values per connection), so its memory does not grow with the capture's length
+beyond the flow table; then it fits:
 
 - the capture span and totals;
 - the link: data-direction bytes per 10 ms, capacity estimate (:func:`estimate_capacity`), mean
@@ -43,33 +46,27 @@ from traceflow.models.model import (Arrivals, Dispersion, InterArrival, Levels, 
 LEVEL_SCALE_S = 2.0   # the TCP-MT paper's block length for Fig. 1 style tables
 MIN_TAIL = 50
 LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-lived
+#: the flow columns the fit reads (the rest are dropped as flows are handed out)
+FLOW_COLUMNS = ["flow_id", "proto", "client_addr", "client_port", "server_addr", "server_port",
+                "start", "end", "duration", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
+                "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
+                "rtt_min3", "rtt_handshake", "rtt_min"]
 
 
-def read_inputs(inputs):
-    """Packets frames of the inputs: paths of captures / packets Parquet, or packets tables
-    (Polars or Arrow) passed as they are."""
-    import pyarrow as pa
-
+def _sources(inputs):
+    """The inputs as :class:`~traceflow.models.fitstream.PacketPass` reads them: paths of
+    captures / packets Parquet (a flows table is refused), or packets frames and Arrow tables."""
     from traceflow.flows import input_kind
-    from traceflow.pcap.reader import read_packets
 
-    frames = []
+    if isinstance(inputs, (str, Path, pl.DataFrame)):
+        inputs = [inputs]
+    if not inputs:
+        raise InputFormatError("no input files")
     for path in inputs:
-        if isinstance(path, pl.DataFrame):
-            frames.append(path)
-            continue
-        if isinstance(path, pa.Table):
-            frames.append(pl.from_arrow(path))
-            continue
-        kind = input_kind(path)
-        if kind == "flows":
+        if isinstance(path, (str, Path)) and input_kind(path) == "flows":
             raise InputFormatError("fit needs packets (a capture or packets table), not a flows table",
                                    path=path)
-        df = pl.read_parquet(path) if kind == "packets" else pl.from_arrow(read_packets(path))
-        frames.append(df)
-    if not frames:
-        raise InputFormatError("no input files")
-    return frames
+    return list(inputs)
 
 
 def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
@@ -81,15 +78,20 @@ def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
     estimate is the peak at the finest power-of-two multiple of ``bin_ns`` whose peak bin holds at
     least ``min_packets`` average-size packets. :func:`traceflow.models.checks.capacity_warnings`
     says when the peaks disagree so much that no bin saw the link saturated."""
-    from traceflow.stats.series import format_duration
-
     ts_ns = np.asarray(ts_ns, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.float64)
     if ts_ns.size == 0:
         return math.nan, {}, "no data packets"
     lo, hi = int(ts_ns.min()), int(ts_ns.max()) + 1
-    base = cmp._bin(ts_ns, sizes, lo, hi, bin_ns)
-    mean_pkt = float(sizes.mean())
+    return capacity_of_series(cmp._bin(ts_ns, sizes, lo, hi, bin_ns), float(sizes.mean()),
+                              min_packets=min_packets, bin_ns=bin_ns)
+
+
+def capacity_of_series(base, mean_pkt, *, min_packets=100, bin_ns=cmp.BIN_NS):
+    """:func:`estimate_capacity` of data bytes already binned at ``bin_ns`` from the first data
+    packet on (``base``), whose packets average ``mean_pkt`` bytes."""
+    from traceflow.stats.series import format_duration
+
     peaks = {}
     for label, k in (("10ms", 1), ("100ms", 10), ("1s", 100)):
         if base.size >= k:
@@ -257,44 +259,37 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     ``log(message)`` hears each stage as it starts. A model that cannot be filled (too few complete
     transfers, no data) is refused with a :class:`~traceflow.errors.TraceflowError`
     (:func:`traceflow.models.checks.require_replayable`)."""
-    from traceflow.flows import flows as build_flows
     from traceflow.flows.handshake_queue import synack_queued
-    from traceflow.flows.hosts import infer_hosts
     from traceflow.flows.rtt import connection_rtts, rtt_column
     from traceflow.models.checks import require_replayable
+    from traceflow.models.fitstream import PacketPass
     from traceflow.models.sessions import fit_sessions
-    from traceflow.selection import select_rows
 
     log = log or (lambda message: None)
-    if isinstance(inputs, (str, Path, pl.DataFrame)):
-        inputs = [inputs]
-    log(f"read {len(inputs)} input{'s' * (len(inputs) != 1)}")
-    frames = [select_rows(df, filter, proto) for df in read_inputs(inputs)]
+    inputs = _sources(inputs)
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]
-    log(f"flows of {sum(df.height for df in frames):,} packets")
-    flow_tables = [build_flows(df) for df in frames]
-    fl = pl.concat(flow_tables, how="diagonal_relaxed")
-    packets = pl.concat(frames, how="diagonal_relaxed").sort("ts")
-    if packets.height == 0:
+    log(f"one pass over {len(inputs)} input{'s' * (len(inputs) != 1)}: flows, link series, "
+        f"end hosts")
+    state = PacketPass(hosts=hosts_from is None)
+    fl = pl.concat([state.feed_input(source, filter=filter, proto=proto, columns=FLOW_COLUMNS)
+                    for source in inputs], how="diagonal_relaxed")
+    if state.start is None:
         raise InputFormatError("inputs hold no packets", path=names[0])
-    ts = packets["ts"].cast(pl.Int64)
-    start, end = int(ts.min()), int(ts.max()) + 1
+    start, end = state.span()
     duration = (end - start) / 1e9
-    span = Span(start_ns=start, end_ns=end, duration_s=duration, packets=packets.height,
-                bytes=int(packets["ip_len"].cast(pl.Int64).fill_null(0).sum()),
-                inputs=names)
+    span = Span(start_ns=start, end_ns=end, duration_s=duration, packets=state.packets,
+                bytes=state.bytes, inputs=names)
 
     log("link capacity and load")
-    data = cmp.data_direction(packets)
-    dts = data["ts"].cast(pl.Int64).to_numpy()
-    dsz = data["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()
-    est, peaks, method = estimate_capacity(dts, dsz)
+    est, peaks, method = (math.nan, {}, "no data packets") if state.capacity.count == 0 else \
+        capacity_of_series(state.capacity.series(state.capacity.hi + 1),
+                           state.capacity.total / state.capacity.count)
     cap = float(capacity_bps) if capacity_bps else est
-    mean_rate = 8 * float(dsz.sum()) / duration if duration > 0 else math.nan
+    mean_rate = 8 * state.data.total / duration if duration > 0 else math.nan
     link = Link(capacity_bps=cap, mean_rate_bps=mean_rate,
                 utilization=mean_rate / cap if cap and cap > 0 else math.nan,
                 method="given (--capacity)" if capacity_bps else method, peak_rate_bps=peaks)
-    series = cmp._bin(dts, dsz, start, end)
+    series = state.data.series(end)
 
     # Arrivals: every TCP connection whose SYN was seen (handshake complete or partial).
     tcp = fl.filter((pl.col("proto") == 6) & (pl.col("handshake") != "none"))
@@ -307,7 +302,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
     # column's minimum over the host pair); path_rtt keeps the handshakes it needs
     rtt_choice = rtt_column(fl)
-    tr = cmp.transfers(path_rtt(synack_queued(packets, fl, cap)).with_columns(
+    tr = cmp.transfers(path_rtt(synack_queued(None, fl, cap, gaps=state.synacks.table()))
+                       .with_columns(
         rtt_handshake=connection_rtts(fl, rtt_choice.column, per="pair")))
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
@@ -334,16 +330,15 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     requests = (distribution_from_sample(down["request"].to_numpy(), "bytes")
                 if 2 * down.height > tr.height else None)
 
-    sessions = fit_sessions(fl, packets, start, end)
+    sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
 
     log("end hosts")
-    host_packets = packets
     if hosts_from is not None:
-        if isinstance(hosts_from, (str, Path, pl.DataFrame)):
-            hosts_from = [hosts_from]
-        host_packets = pl.concat([select_rows(df, filter, proto) for df in read_inputs(hosts_from)],
-                                 how="diagonal_relaxed")
-    hosts = infer_hosts(host_packets)
+        other = PacketPass(flows=False)
+        for source in _sources(hosts_from):
+            other.feed_input(source, filter=filter, proto=proto)
+        state = other
+    hosts = state.hosts.result()
 
     log("Hurst, dispersion, conditional levels")
     hurst = cmp.hurst_estimates(series)

@@ -91,24 +91,29 @@ def exchanges_per_connection(packets):
                   _h1=pl.when(fwd).then(hb).otherwise(ha),
                   _p1=pl.when(fwd).then(pl.col("dport")).otherwise(pl.col("sport")))
           # a SYN on a 4-tuple starts a new connection (ports are reused over a long trace)
-          .with_columns(conn=pl.col("syn").cast(pl.Int32).cum_sum().over(key))
-          .filter(pl.col("payload_len") > 0)
-          .with_columns(requester=pl.col("fwd").first().over(*key, "conn"),
-                        turn=pl.col("fwd") != pl.col("fwd").shift(1).over(*key, "conn"))
-          .group_by(*key, "conn")
-          .agg(exchanges=((pl.col("fwd") == pl.col("requester"))
-                          & pl.col("turn").fill_null(True)).sum())
-          .select(pl.col("exchanges").mean())
-          .collect())
+          .with_columns(conn=pl.col("syn").cast(pl.Int32).cum_sum().over(key)))
+    df = exchange_counts(df, [*key, "conn"]).select(pl.col("exchanges").mean()).collect()
     v = df.item() if df.height else None
     return float(v) if v is not None else math.nan
 
 
-def fit_sessions(flows, packets, t0_ns, t1_ns):
+def exchange_counts(packets, by="conn"):
+    """Per connection (grouped by ``by``) with payload, its ``exchanges`` (see
+    :func:`exchanges_per_connection`): ``packets`` of whole connections in time order with
+    ``fwd`` (the packet's direction) and ``payload_len``."""
+    fwd = pl.col("fwd")
+    return (packets.filter(pl.col("payload_len") > 0)
+            .with_columns(requester=fwd.first().over(by), turn=fwd != fwd.shift(1).over(by))
+            .group_by(by).agg(exchanges=((fwd == pl.col("requester"))
+                                         & pl.col("turn").fill_null(True)).sum()))
+
+
+def fit_sessions(flows, t0_ns, t1_ns, exchanges):
     """:class:`~traceflow.models.model.Sessions` of the TCP connections of ``flows`` (a flows
     table: ``start``, ``end``, ``client_addr``; connections whose SYN was seen) over the span
     ``[t0_ns, t1_ns)``; ``None`` when the arrivals are better described as open (Poisson) or
-    there are too few connections."""
+    there are too few connections. ``exchanges``: the mean request/response exchanges per
+    connection (:func:`exchanges_per_connection`, or the mean of :func:`exchange_counts`)."""
     tcp = flows.filter((pl.col("proto") == 6) & (pl.col("handshake") != "none"))
     starts = tcp["start"].cast(pl.Int64).to_numpy() / 1e9
     ends = tcp["end"].cast(pl.Int64).to_numpy() / 1e9
@@ -119,4 +124,4 @@ def fit_sessions(flows, packets, t0_ns, t1_ns):
     return Sessions(sessions=k, think_dist="exponential", think_mean_s=theta,
                     hosts=int(tcp["client_addr"].n_unique()), max_open=most,
                     log_likelihood_gain=gain,
-                    exchanges_per_connection=exchanges_per_connection(packets))
+                    exchanges_per_connection=exchanges)

@@ -1,0 +1,85 @@
+"""fit in one streaming pass (issue 17): the streamed model equals the model fitted from whole
+tables before streaming, and every streamed accumulator equals its whole-table function, however
+the packets are cut into batches."""
+import gzip
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import shared_path
+from traceflow import compare as cmp
+from traceflow.flows import flows
+from traceflow.flows.handshake_queue import SynAckGaps
+from traceflow.flows.hosts import infer_hosts
+from traceflow.models.fit import capacity_of_series, estimate_capacity, fit
+from traceflow.models.fitstream import PacketPass
+from traceflow.models.sessions import exchanges_per_connection
+
+#: models fitted by the whole-table fit (commit 1664147, before streaming) to shared captures
+BEFORE = Path(__file__).with_name("data") / "fit_before_stream.json.gz"
+CAPTURES = {"rtt3dev_server_side": ("testbed", "rtt3dev", "server_side.pcap.gz"),
+            "devcubic_client_side": ("testbed", "devcubic", "client_side.pcap.gz"),
+            "captures_ndpi_netflix": ("captures", "ndpi_netflix.pcap"),
+            "dev10m_server_side": ("testbed", "dev10m", "server_side.pcap.gz"),
+            "alpha1.35_client_side": ("testbed", "alpha1.35", "client_side.pcap.gz")}
+SLOW = {"dev10m_server_side", "alpha1.35_client_side"}
+
+
+def _differences(before, now, path=""):
+    """Paths where two model dicts differ (floats beyond rounding: relative 1e-9)."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        return [d for k in sorted(set(before) | set(now))
+                for d in _differences(before.get(k), now.get(k), f"{path}.{k}")]
+    if isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
+        return [d for i, (a, b) in enumerate(zip(before, now))
+                for d in _differences(a, b, f"{path}[{i}]")]
+    if isinstance(before, float) and isinstance(now, float):
+        same = (before == now or (math.isnan(before) and math.isnan(now))
+                or abs(before - now) <= 1e-9 * max(abs(before), abs(now)))
+        return [] if same else [(path, before, now)]
+    return [] if before == now else [(path, before, now)]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+                                  for n in CAPTURES])
+def test_streamed_fit_equals_whole_table_fit(name):
+    path = shared_path(*CAPTURES[name])
+    with gzip.open(BEFORE, "rt") as f:
+        before = json.load(f)[name]
+    now = json.loads(json.dumps(fit(path).to_dict()))
+    assert _differences(before, now) == []
+
+
+@pytest.mark.parametrize("parts", [("testbed", "rtt3dev", "server_side.pcap.gz"),
+                                   ("captures", "slips_test-cc-capture-1.pcap")])
+def test_small_batches_equal_whole_tables(parts):
+    """Batches of 3000 packets (connections span many; the flow splitter carries packets over)
+    and reductions of 50 finished connections at a time give what the whole-table functions
+    give: the string-keyed connection split of infer_hosts, data_direction's series and the
+    capacity estimate, exchanges_per_connection, synack gaps and the flow table."""
+    from traceflow.pcap.reader import read_packets
+
+    packets = pl.from_arrow(read_packets(shared_path(*parts)))
+    state = PacketPass(reduce_conns=50)
+    table = state.feed_input(packets, batch_size=3000)
+    assert table.equals(flows(packets))
+    assert state.hosts.result() == infer_hosts(packets)
+    assert state.exchanges_per_connection() == pytest.approx(
+        exchanges_per_connection(packets.sort("ts")), rel=1e-12)
+
+    start, end = state.span()
+    data = cmp.data_direction(packets)
+    dts = data["ts"].cast(pl.Int64).to_numpy()
+    dsz = data["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()
+    assert np.array_equal(state.data.series(end), cmp._bin(dts, dsz, start, end))
+    streamed = capacity_of_series(state.capacity.series(state.capacity.hi + 1),
+                                  state.capacity.total / state.capacity.count)
+    assert streamed == estimate_capacity(dts, dsz)
+
+    whole = SynAckGaps()
+    whole.feed(packets)
+    assert state.synacks.table().equals(whole.table())

@@ -1,0 +1,265 @@
+"""What :func:`traceflow.models.fit.fit` needs of the packets, in one streaming pass (issue 17).
+
+Packets are read batch by batch (:func:`traceflow.flows.table.packet_batches`: a capture is
+decoded, a Parquet file read, a frame sliced) and every batch goes once to
+
+- the flow table (:class:`traceflow.flows.table.FlowStream`, whose splitter numbers the
+  connections: no second connection split, no string keys, no sort of the packets);
+- the span counters (first and last timestamp, packets, IP bytes);
+- the packet-pair test of the SYN/ACKs (:class:`traceflow.flows.handshake_queue.SynAckGaps`);
+- a buffer of the TCP packets of the connections still open (only the columns the end-host
+  inference reads). When the flow table hands out a finished connection, its packets leave the
+  buffer and are reduced: end-host facts (:class:`traceflow.flows.hosts.HostFacts`),
+  request/response exchanges (:func:`traceflow.models.sessions.exchange_counts`) and, from the
+  packets of its data sender, the data-direction bytes per 10 ms (:class:`Bins`).
+
+Memory is O(packets of open connections + one batch + a few values per connection). The
+results equal those of the whole-table functions for a capture whose timestamps run forward;
+where they do not, the bins keep the clock of the first packets (earlier packets extend the
+series by whole bins in front).
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from traceflow import compare as cmp
+from traceflow.errors import InputFormatError
+from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
+
+#: finished connections whose packets are reduced together (the reductions have a fixed cost
+#: per call)
+REDUCE_CONNS = 4096
+#: the flow columns of few values (the rest of fit compares them with strings)
+_STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
+#: what the end-host inference reads besides the flow splitter's columns
+_HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
+
+
+class Bins:
+    """Bytes per ``width`` ns bin counted from an origin (ns) that is fixed once
+    (:meth:`fix`); packets added before are held. Also the count and sum of the sizes."""
+
+    def __init__(self, width=cmp.BIN_NS):
+        self.width = width
+        self.origin = None
+        self.held = []
+        self.sums = np.zeros(0)
+        self.count = 0
+        self.total = 0.0
+        self.lo = None      # smallest timestamp added (ns)
+        self.hi = None      # largest
+
+    def add(self, ts, size):
+        """Add packets: timestamps ``ts`` (int64 ns) and ``size`` (float64 bytes) arrays."""
+        if ts.size == 0:
+            return
+        self.count += ts.size
+        self.total += float(size.sum())
+        lo, hi = int(ts.min()), int(ts.max())
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+        if self.origin is None:
+            self.held.append((ts, size))
+        else:
+            self._bin(ts, size)
+
+    def fix(self, origin):
+        """Count bins from ``origin`` (ns) on, and bin what was held."""
+        self.origin = origin
+        for ts, size in self.held:
+            self._bin(ts, size)
+        self.held = []
+
+    def _bin(self, ts, size):
+        idx = (ts - self.origin) // self.width
+        first = int(idx.min())
+        if first < 0:         # a packet before the origin: extend the series in front
+            self.sums = np.concatenate([np.zeros(-first), self.sums])
+            self.origin += first * self.width
+            idx = idx - first
+        add = np.bincount(idx, weights=size)
+        if add.size > self.sums.size:
+            self.sums = np.concatenate([self.sums, np.zeros(add.size - self.sums.size)])
+        self.sums[:add.size] += add
+
+    def series(self, end):
+        """The bins up to ``end`` (ns, exclusive; float64 array, at least one bin)."""
+        n = max(1, -(-(end - self.origin) // self.width), self.sums.size)
+        return np.concatenate([self.sums, np.zeros(n - self.sums.size)])
+
+
+class PacketPass:
+    """Accumulates what fit needs (see the module docstring) over the inputs fed with
+    :meth:`feed_input`. ``flows``: keep the flow tables, the series, the span and the sessions'
+    inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``).
+    ``reduce_conns``: finished connections whose packets are reduced together."""
+
+    def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0, reduce_conns=REDUCE_CONNS):
+        from traceflow.flows.handshake_queue import SynAckGaps
+        from traceflow.flows.hosts import HostFacts
+
+        self.keep_flows = flows
+        self.reduce_conns = reduce_conns
+        self.idle_timeout = idle_timeout
+        self.hosts = HostFacts() if hosts else None
+        self.synacks = SynAckGaps() if flows else None
+        self.data = Bins()           # data-direction packets: series origin = first packet
+        self.capacity = Bins()       # the same, origin = first data packet
+        self.packets = 0
+        self.bytes = 0
+        self.start = None            # first / last timestamp (ns)
+        self.end = None
+        self.exchanges = [0, 0]      # sum, connections with payload
+        self.origin = None           # ts_s origin of the end-host inference (first TCP packet)
+
+    # ------------------------------------------------------------------ one input
+
+    def feed_input(self, source, *, filter=None, proto=None, batch_size=None, columns=None):
+        """Stream one input (a path of a capture or packets Parquet, or a packets frame / Arrow
+        table); returns its flow table (:func:`traceflow.flows.flows`; only ``columns`` if
+        given) when keeping flows."""
+        from traceflow.flows.table import BATCH_ROWS, FlowStream, packet_batches, _resorted
+        from traceflow.selection import select_rows
+
+        self.columns = columns
+        self.stream = FlowStream(idle_timeout=self.idle_timeout)
+        self.stream.on_packets = self._consumed
+        self.rows, self.raw, self.pending, self.done = 0, [], [], []
+        chunks = []
+        for batch in packet_batches(source, batch_size or BATCH_ROWS, columns=None):
+            df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
+            df = select_rows(df, filter, proto)
+            self._batch(df)
+            self.stream.feed(df)
+            self._released(self.stream.release(), chunks)
+        self.stream.finish()
+        self._released(self.stream.release(), chunks)
+        self._reduce()
+        self._fix_bins(final=True)
+        if not self.keep_flows:
+            return None
+        table = pl.concat(chunks, how="vertical")
+        return table if self.stream.in_order else _resorted(table)
+
+    def _batch(self, df):
+        """The per-batch accumulators, and the host columns the splitter does not carry."""
+        if df.height == 0:
+            return
+        ts = df["ts"].cast(pl.Int64)
+        lo, hi = ts.min(), ts.max()
+        self.start = lo if self.start is None else min(self.start, lo)
+        self.end = hi if self.end is None else max(self.end, hi)
+        self.packets += df.height
+        self.bytes += int(df["ip_len"].cast(pl.Int64).fill_null(0).sum())
+        if self.synacks is not None:
+            self.synacks.feed(df)
+        other = df.filter(pl.col("proto") != 6)
+        self._data(other["ts"].cast(pl.Int64).to_numpy(),
+                   other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
+        # numbered as FlowStream numbers its rows (frame), kept until the splitter consumes them
+        tcp = ((pl.col("proto") == 6) & pl.col("tcp_flags").is_not_null()
+               & pl.col("ip_version").is_not_null())
+        self.raw.append(df.with_row_index("frame", offset=self.rows + 1).filter(tcp)
+                        .select(pl.col("frame").cast(pl.Int64), *_HOST_EXTRA))
+        self.rows += df.height
+
+    def _consumed(self, done, out):
+        """FlowStream hook: the TCP packets it consumed, with their connection ids."""
+        tcp = done["is_tcp"].to_numpy() == 1
+        n = int(tcp.sum())
+        if n == 0:
+            return
+        raw = pl.concat(self.raw) if len(self.raw) > 1 else self.raw[0]
+        extra, self.raw = raw.head(n), [raw.slice(n)]
+        pk = done.filter(pl.Series(tcp)).select(
+            "ts", tcp_flags="flags", seq="seq", ack="ack", payload_len="payload",
+            ip_len="ip_len", tsval=pl.when(pl.col("has_ts") == 1).then(pl.lit(1, pl.UInt8)),
+            frame="frame")
+        if not pk["frame"].equals(extra["frame"]):
+            raise AssertionError("packets and their host columns out of step")
+        if self.origin is None:
+            self.origin = int(pk["ts"].min())
+        self.pending.append(pk.drop("frame").hstack(extra.drop("frame")).with_columns(
+            conn=pl.Series(out["conn"][tcp]), a_side=pl.Series(out["fwd"][tcp] == 1)))
+
+    def _released(self, chunk, chunks):
+        if self.keep_flows and (chunk.height or not chunks):   # an empty one keeps the schema
+            chunks.append(chunk.drop("conn", "client_is_a") if self.columns is None
+                          else chunk.select(self.columns).with_columns(
+                              # kept for every connection: a byte each instead of a string
+                              [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
+                               if c in self.columns]))
+        if chunk.height == 0:
+            return
+        self.done.append(chunk["conn"])
+        if sum(c.len() for c in self.done) >= self.reduce_conns:
+            self._reduce()
+        self._fix_bins()
+
+    def _reduce(self):
+        """Reduce the packets of the connections handed out so far, ``reduce_conns`` at a time
+        (the reductions' temporaries stay small when many end together, as at the end)."""
+        if not self.done or not self.pending:
+            self.done = []
+            return
+        ended = pl.concat(self.done).sort()
+        self.done = []
+        buffered = pl.concat(self.pending)
+        mine = pl.col("conn").is_in(ended.implode())
+        conns, self.pending = buffered.filter(mine), [buffered.filter(~mine)]
+        del buffered
+        for k in range(0, ended.len(), self.reduce_conns):
+            group = ended.slice(k, self.reduce_conns)
+            self._reduce_group(conns.filter(pl.col("conn").is_between(group[0], group[-1])))
+
+    def _reduce_group(self, conns):
+        from traceflow.flows.hosts import annotate
+        from traceflow.models.sessions import exchange_counts
+
+        if conns.height == 0:
+            return
+        df = annotate(conns, self.origin)
+        if self.hosts is not None:
+            self.hosts.add(df)
+        if not self.keep_flows:
+            return
+        ex = exchange_counts(df)["exchanges"]
+        self.exchanges[0] += int(ex.sum())
+        self.exchanges[1] += ex.len()
+        sent = df.filter(pl.col("sender"))
+        self._data(sent["ts"].cast(pl.Int64).to_numpy(),
+                   sent["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
+
+    def _data(self, ts, size):
+        if self.keep_flows:
+            self.data.add(ts, size)
+            self.capacity.add(ts, size)
+
+    def _fix_bins(self, final=False):
+        """Fix the bins' origins once no packet of a connection still open can be earlier than
+        the first data packet seen (timestamps running forward), or at the end of an input."""
+        if self.capacity.origin is not None:
+            return
+        if self.capacity.lo is None:        # no data packet yet
+            if final and self.start is not None and self.data.origin is None:
+                self.data.fix(self.start)
+            return
+        open_first = [p["ts"].min() for p in self.pending if p.height]
+        if self.stream.last_ts is not None:
+            open_first.append(self.stream.last_ts)
+        if final or (open_first and min(open_first) >= self.capacity.lo):
+            self.capacity.fix(self.capacity.lo)
+            self.data.fix(self.start)
+
+    # ------------------------------------------------------------------ results
+
+    def span(self):
+        """``(start, end)`` (ns, end exclusive) of every packet fed."""
+        if self.start is None:
+            raise InputFormatError("inputs hold no packets")
+        return self.start, self.end + 1
+
+    def exchanges_per_connection(self):
+        n = self.exchanges[1]
+        return self.exchanges[0] / n if n else float("nan")
