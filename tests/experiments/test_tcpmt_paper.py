@@ -62,9 +62,9 @@ CLAIMS = {
     ("fig8", "rate: mean correlation with SSC minus without"): None,
     ("fig8", "tracking (mean correlation, no SSC; most negative first)"):
         "Reno tracks as well as Rate here, Vegas worst (starved by the Reno background)",
-    ("fig11", "nu=0.01: mean A over the second half"): "A stays near 1.5: little to gain from A",
-    ("fig11", "nu=0.05: mean A over the second half"): "A settles near 2.3: little to gain from A",
-    ("fig11", "nu=0.25: mean A over the second half"): "A wanders to 11 with a large step",
+    ("fig11", "nu=0.01: mean A over the second half"): "A stays near 1.2: little to gain from A",
+    ("fig11", "nu=0.05: mean A over the second half"): "A settles near 1.6: little to gain from A",
+    ("fig11", "nu=0.25: mean A over the second half"): "A wanders to 10.4 with a large step",
     ("fig11", "oscillation of A (std, second half) grows with nu"): None,
     ("fig12", "static A: throughput(A): shape"):
         "rising 4.18 -> 4.94 Mb/s for A = 1..10 (paper: unimodal, A* = 6); ns-2 not run on it",
