@@ -8,7 +8,10 @@ The largest testbed capture is decompressed once (not timed); then, side by side
   target ≥ 10x faster;
 - end to end: ``traceflow flows FILE -o OUT`` as a subprocess (interpreter start and imports
   included) against the plain tshark run;
-- peak resident memory of those two subprocesses (``wait4`` rusage), target: no more than tshark.
+- peak resident memory of those two subprocesses (``wait4`` rusage), target: no more than tshark;
+- ``traceflow flows FILE --workers 2`` against ``--workers 1`` on a 4x copy of the capture
+  (``scaled_capture.py``), interleaved, best of the runs, wall time (target >= 1.7x) and CPU
+  time of the whole process tree (what the split costs).
 
 Run alone: ``python benchmarks/bench_flows.py [--quick]``.
 """
@@ -45,6 +48,23 @@ def _ours(pcap, out):
     start, cpu = time.perf_counter(), time.process_time()
     flows(read_packets(pcap)).write_parquet(out)
     return time.perf_counter() - start, time.process_time() - cpu
+
+
+def _workers(source, tmp, repeats):
+    """Best (wall, CPU) seconds of ``flows --workers 1`` and ``--workers 2`` on a 4x copy of
+    ``source``."""
+    big = tmp / "x4.pcap"
+    subprocess.run([sys.executable, str(Path(__file__).with_name("scaled_capture.py")),
+                    str(source), str(big), "--copies", "4"], check=True,
+                   stdout=subprocess.DEVNULL)
+    runs = {1: [], 2: []}
+    for _ in range(repeats):
+        for n in runs:
+            runs[n].append(_child([sys.executable, "-P", "-m", "traceflow.cli.main", "flows",
+                                   str(big), "-o", str(tmp / f"w{n}.parquet"), "--workers",
+                                   str(n)])[:2])
+    big.unlink()
+    return [(min(r[0] for r in runs[n]), min(r[1] for r in runs[n])) for n in (1, 2)]
 
 
 def _largest_capture():
@@ -88,6 +108,7 @@ def run(quick=False):
             if i < max(1, repeats // 2):
                 tshark_runs.append(_child([*ts_cmd, str(pcap)]))
                 cli.append(_child(cli_cmd))
+        workers = _workers(source, tmp, max(1, repeats // 2))
 
     ours_s, ours_cpu = min(t for t, _ in ours), min(c for _, c in ours)
     ts_s, ts_cpu = min(r[0] for r in tshark_runs), min(r[1] for r in tshark_runs)
@@ -98,7 +119,12 @@ def run(quick=False):
     print(f"bench_flows: {label}: ours {ours_s:.3f} s ({ours_cpu:.3f} s CPU), tshark {ts_s:.3f} s "
           f"({ts_cpu:.3f} s CPU; start-up {start_s:.3f} s)", file=sys.stderr)
     target = ">= 10x faster than tshark -z conv,tcp"
+    (one_s, one_cpu), (two_s, two_cpu) = workers
     return [
+        _row(f"flows {label} x4: --workers 2 vs 1, wall", two_s, one_s, "s", one_s / two_s,
+             ">= 1.7x faster", one_s / two_s >= 1.7),
+        _row(f"flows {label} x4: --workers 2 vs 1, CPU (all processes)", two_cpu, one_cpu, "s",
+             one_cpu / two_cpu, "-", True),
         _row(f"flows {label}: pcap -> flows.parquet, wall", ours_s, work, "s", work / ours_s,
              target, work / ours_s >= 10),
         _row(f"flows {label}: pcap -> flows.parquet, CPU", ours_cpu, work_cpu, "s",

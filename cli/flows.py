@@ -66,8 +66,11 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
 
     Each input gets its own flows (column ``source``); ``flow_id`` numbers the result. With
     --dataset, captures and packets tables only; ``flow_id`` restarts in every part and
-    ``source`` holds the input's absolute path. --filter and --proto select flows (columns of
-    the flow table); in text formats addresses are text, durations seconds and times UTC.
+    ``source`` holds the input's absolute path. Without --dataset, --workers N splits each input's
+    connections into N hash partitions of their endpoint pairs, streamed by N processes at once
+    (the same table; each process reads the whole input). --filter and --proto select flows
+    (columns of the flow table); in text formats addresses are text, durations seconds and times
+    UTC.
 
     \b
     Examples:
@@ -75,6 +78,7 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
       traceflow flows trace.pcap -o flows.parquet
       traceflow flows trace.pcap -o flows.csv --proto tcp --filter "server_port = 443"
       traceflow flows trace.pcap -o - --head 10 --filter "bytes > 1e5"
+      traceflow flows big.pcap -o flows.parquet --workers 2
       traceflow flows 'captures/*.pcap' -o flows_ds/ --dataset --workers 2
     """
     import polars as pl
@@ -89,8 +93,9 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
     check_stdout(output, as_json)
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
+    # --workers alone is legal: it splits a capture's connections (below)
     to_dataset = bool(output) and output != "-" and check_dataset_output(
-        output, dataset, None, executor, workers, scheduler)
+        output, dataset, None, executor, None, scheduler)
     if to_dataset and row_filter(filter_, proto) is not None:
         raise TraceflowError("--filter/--proto apply to a flow table, not to a --dataset "
                              "(filter when reading it)")
@@ -102,18 +107,20 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
         per_file = [{"file": f, "part": part, "flows": pq.read_metadata(part).num_rows}
                     for f, part in zip(info["files"], info["parts"])]
     else:
-        if dataset or executor or workers or scheduler:
-            raise TraceflowError("--dataset/--executor/--workers/--scheduler need -o DIR")
+        if dataset or executor or scheduler:
+            raise TraceflowError("--dataset/--executor/--scheduler need -o DIR")
         files, notes = expand_paths(inputs, INPUT_PATTERNS), []
+        # --workers N on a capture: N processes, each the connections of one hash partition
+        parallel = dict(partitions=max(partitions, workers or 1), workers=workers or 1)
         if output:
             table_format(output)  # an unknown suffix fails before the work
         if output and table_format(output) == "parquet" and row_filter(filter_, proto) is None:
             # streamed: the flows are written as they end, only the summary's columns are kept
             table = write_flows(files, output, columns=SUMMARY_COLUMNS, idle_timeout=idle_timeout,
-                                partitions=partitions, reorder=reorder, notes=notes)
+                                reorder=reorder, notes=notes, **parallel)
         else:
-            table = select_rows(load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
-                                           reorder=reorder, notes=notes), filter_, proto)
+            table = select_rows(load_flows(files, idle_timeout=idle_timeout, reorder=reorder,
+                                           notes=notes, **parallel), filter_, proto)
             if output:
                 write_table(table, output, head=head)
         warn_reordering(notes)

@@ -68,10 +68,11 @@ def ingest_files(srcs, dst, *, fmt=None, decoder="fast", on_error="fail", batch_
     from traceflow.output import DEFAULT_HEAD, TableSink
     from traceflow.pcap.info import ProtocolCounts
     from traceflow.pcap.reader import ReadStats, iter_batches
-    from traceflow.pcap.schema import PACKET_SCHEMA
+    from traceflow.pcap.schema import PACKET_SCHEMA, PARQUET_OPTIONS
 
     files = []
-    with TableSink(dst, schema=PACKET_SCHEMA, head=head or DEFAULT_HEAD, fmt=fmt) as sink:
+    with TableSink(dst, schema=PACKET_SCHEMA, head=head or DEFAULT_HEAD, fmt=fmt,
+                   parquet=PARQUET_OPTIONS) as sink:
         for src in srcs:
             stats, summary = ReadStats(), ProtocolCounts()
             for batch in iter_batches(src, decoder=decoder, on_error=on_error,

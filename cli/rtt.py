@@ -14,9 +14,6 @@ VANTAGE = {  # what the far half of the path (capture -> far host -> capture) is
                 "without timestamps the handshake and requests",
     "unknown": "mid-path or no handshakes to tell; both halves are timed"}
 MAX_PATH_LINES = 20
-#: the flow columns the summary reads
-FLOW_COLUMNS = ["proto", "client_addr", "server_addr", "payload_bytes_c2s", "payload_bytes_s2c",
-                *COLUMNS[1:]]
 
 
 def _classes(text):
@@ -75,9 +72,7 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
       traceflow rtt flows.parquet --column rtt_handshake --per connection --json
     """
     from traceflow.errors import warn
-    from traceflow.flows.rtt import rtt_summary
     from traceflow.output import table_format
-    from traceflow.selection import row_filter, select_rows
 
     try:
         wanted = _classes(classes)
@@ -87,12 +82,9 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
         raise TraceflowError("--samples and -o go together")
     if output is not None:
         table_format(output)  # an unknown suffix fails before any work
-    # a filter may name any flow column; without one only the columns the summary reads are kept
-    keep = FLOW_COLUMNS if row_filter(filter_, proto) is None else None
-    table = select_rows(_flows(input_path, idle_timeout, timestamps, output, reorder, keep),
-                        filter_, proto)
-    summary = rtt_summary(table.filter(table["proto"] == 6), column=column, per=per,
-                          classes=wanted, bins=bins, max_classes=max_classes)
+    rows = _rtt_rows(input_path, column, per, idle_timeout, timestamps, output, reorder, filter_,
+                     proto)
+    summary = rows.summary(classes=wanted, bins=bins, max_classes=max_classes)
     if summary["warning"]:
         warn(summary["warning"])
     if as_json:
@@ -101,28 +93,42 @@ def command(input_path, column, per, classes, bins, max_classes, idle_timeout, t
     _print(summary)
 
 
-def _flows(input_path, idle_timeout, timestamps, samples_path, reorder, keep):
-    """The flow table of INPUT; with ``samples_path``, write its RTT samples there too."""
+def _rtt_rows(input_path, column, per, idle_timeout, timestamps, samples_path, reorder, filter_,
+              proto):
+    """What the summary reads of INPUT's selected TCP flows (:class:`RttRows`), taken from the
+    flow table chunk by chunk as it streams; with ``samples_path``, the RTT samples are written
+    there too (from the whole table)."""
     from traceflow.flows import input_kind, load_flows
+    from traceflow.flows.rtt import RttRows
+    from traceflow.flows.table import stream_flows
+    from traceflow.selection import select_rows
 
+    rows = RttRows(column, per)
+
+    def add(table):
+        table = select_rows(table, filter_, proto)
+        rows.add(table.filter(table["proto"] == 6))
+
+    options = dict(idle_timeout=idle_timeout, timestamps=timestamps, reorder=reorder)
     notes = []
     if samples_path is None:
-        table = load_flows([input_path], idle_timeout=idle_timeout, timestamps=timestamps,
-                           columns=keep, reorder=reorder, notes=notes)
+        ordered = stream_flows([input_path], add, notes=notes, **options)
         warn_reordering(notes)
-        return table
+        if not ordered:  # chunks came out of the table's order: take the sorted table (rare)
+            rows = RttRows(column, per)
+            add(load_flows([input_path], **options))
+        return rows
     if input_kind(input_path) == "flows":
         raise TraceflowError("RTT samples need a capture or packets table, not a flows table",
                              path=input_path)
     from traceflow.flows import flows_with_rtt_samples
     from traceflow.output import write_table
 
-    table, samples = flows_with_rtt_samples(input_path, idle_timeout=idle_timeout,
-                                            reorder=reorder, notes=notes,
-                                            timestamps=timestamps)
+    table, samples = flows_with_rtt_samples(input_path, notes=notes, **options)
     warn_reordering((input_path, report) for report in notes)
     write_table(samples, samples_path)
-    return table
+    add(table)
+    return rows
 
 
 def _print(summary):

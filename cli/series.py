@@ -33,40 +33,36 @@ def command(input, bin_, direction, filter_, proto, size, output, head, as_json)
       traceflow series trace.pcap --bin 1s --proto tcp --filter "sport = 443" -o series.csv
       traceflow series series.parquet --bin 1s -o -
     """
-    import polars as pl
-
     from traceflow import units
     from traceflow.errors import TraceflowError
-    from traceflow.output import table_format, write_table
-    from traceflow.stats.series import (format_duration, is_packets, is_series, link_series,
-                                        read_packets, read_table, resample, select_packets,
-                                        table_kind)
+    from traceflow.output import TableSink, table_format
+    from traceflow.stats.series import (format_duration, is_series, packet_series, read_table,
+                                        resample, table_columns, table_kind)
 
     check_stdout(output, as_json)
     if output is not None:
         table_format(output)  # an unknown suffix fails before the work
     width = bin_
-    if table_kind(input) == "capture":
-        packets = read_packets(input)
+    if table_kind(input) == "capture" or {"ts", "wirelen"} <= set(table_columns(input)):
+        # packets: read batch by batch, only the columns needed (memory: one batch + the bins)
+        bins = packet_series(input, width, direction, filter_, proto=proto, size=size)
+        frame = bins.frame()
+        span_ns = bins.hi - bins.lo if bins.lo is not None else 0
     else:
-        packets = read_table(input)
-        if not is_packets(packets):
-            if not is_series(packets):
-                raise TraceflowError("neither a capture, a packets table nor a series table",
-                                     path=input)
-            if direction or filter_ or proto:
-                raise TraceflowError("--direction/--filter/--proto need packets, not a series",
-                                     path=input)
-    if is_packets(packets):
-        packets = select_packets(packets, direction, filter_, proto)
-        frame = link_series(packets, width, size=size)
-        ts = packets.get_column("ts").cast(pl.Int64)
-        span_ns = int(ts.max()) + 1 - int(ts.min()) if ts.len() else 0
-    else:
-        frame = resample(packets.select("t", "bytes", "packets"), width)
+        series = read_table(input)
+        if not is_series(series):
+            raise TraceflowError("neither a capture, a packets table nor a series table",
+                                 path=input)
+        if direction or filter_ or proto:
+            raise TraceflowError("--direction/--filter/--proto need packets, not a series",
+                                 path=input)
+        frame = resample(series.select("t", "bytes", "packets"), width)
         span_ns = frame.height * width
     if output is not None:
-        write_table(frame, output, head=head)
+        with TableSink(output, head=head) as sink:
+            # in slices: one Parquet row group each, so the writer's buffers stay small
+            for part in frame.iter_slices(1 << 16):
+                sink.write(part)
     total = int(frame.get_column("bytes").sum() or 0)
     secs = width / 1e9
     peak = frame.get_column("bytes").max() if frame.height else None

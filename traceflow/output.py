@@ -3,7 +3,8 @@
 ======================  ==========================================================
 suffix                  format
 ======================  ==========================================================
-``.parquet``            Parquet (zstd), types kept exactly
+``.parquet``            Parquet (zstd), types kept exactly; written on a thread of its own,
+                        overlapping the making of the next batch
 ``.arrow`` ``.ipc``     Arrow IPC file (Feather v2), types kept exactly
 ``.feather``
 ``.csv`` / ``.tsv``     comma / tab separated text with a header row
@@ -21,10 +22,11 @@ Files are written atomically (:mod:`traceflow.atomic`).
 from __future__ import annotations
 
 import contextlib
+import queue
 import sys
+import threading
 from pathlib import Path
 
-import polars as pl
 import pyarrow as pa
 
 from traceflow.errors import TraceflowError
@@ -52,6 +54,8 @@ def table_format(path) -> str:
 def readable(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with the columns text formats cannot hold as they are made readable: binary
     addresses as text, durations as float seconds, naive timestamps marked UTC."""
+    import polars as pl
+
     from traceflow.pcap.addresses import address_strings
 
     cols = []
@@ -73,12 +77,15 @@ class TableSink:
     Parquet and Arrow keep the batches' Arrow types exactly (``schema``, an Arrow schema, is
     written even when no batch comes). ``head``: rows printed when ``path`` is ``-`` (default
     :data:`DEFAULT_HEAD`; None = all). ``out``: the stream ``-`` prints to (stdout). ``fmt``
-    overrides the suffix (for temporary names chosen by the caller, not by the user)."""
+    overrides the suffix (for temporary names chosen by the caller, not by the user).
+    ``parquet``: keyword arguments of :class:`pyarrow.parquet.ParquetWriter` (encodings chosen
+    for the table, e.g. :data:`traceflow.pcap.schema.PARQUET_OPTIONS`; default zstd)."""
 
-    def __init__(self, path, *, schema=None, head=DEFAULT_HEAD, out=None, fmt=None):
+    def __init__(self, path, *, schema=None, head=DEFAULT_HEAD, out=None, fmt=None, parquet=None):
         self.path, self.head = path, head
         self.format = fmt or table_format(path)
         self.schema, self.out = schema, out
+        self.parquet = {"compression": "zstd", **(parquet or {})}
         self.rows = 0
         self._writer = None
         self._kept = []
@@ -99,6 +106,8 @@ class TableSink:
             table = batch if isinstance(batch, pa.Table) else batch.to_arrow()
             self._open(table.schema).write_table(table)
             return
+        import polars as pl
+
         frame = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
         if self.format == "stdout":
             if self.head is None or sum(f.height for f in self._kept) < self.head:
@@ -119,7 +128,7 @@ class TableSink:
         import pyarrow.parquet as pq
 
         if self.format == "parquet":
-            writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+            writer = _WriterThread(pq.ParquetWriter(self._tmp, schema, **self.parquet))
         elif self.format == "arrow":
             writer = pa.ipc.new_file(str(self._tmp), schema)
         else:
@@ -130,6 +139,8 @@ class TableSink:
     def __exit__(self, *exc):
         if exc[0] is None:
             if self.format == "stdout":
+                import polars as pl
+
                 kept = pl.concat(self._kept, how="vertical_relaxed") if self._kept else \
                     pl.DataFrame(schema=pl.from_arrow(self.schema.empty_table()).schema
                                  if self.schema is not None else None)
@@ -137,6 +148,46 @@ class TableSink:
             elif self._writer is None and self.schema is not None:
                 self.write(self.schema.empty_table())  # an empty table still has its columns
         return self._stack.__exit__(*exc)
+
+
+class _WriterThread:
+    """A Parquet writer fed through a short queue and run on a thread: pyarrow encodes and
+    compresses without the GIL, so the caller makes the next batch (decoding, for ``ingest``)
+    while the last one is written. A write error is raised at the next write or at close."""
+
+    def __init__(self, writer, depth=2):
+        self.writer, self.error = writer, None
+        self.queue = queue.Queue(depth)
+        self.thread = threading.Thread(target=self._run, name="parquet-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while (table := self.queue.get()) is not None:
+            if self.error is None:
+                try:
+                    self.writer.write_table(table)
+                except BaseException as exc:  # handed to the caller's thread
+                    self.error = exc
+
+    def _raise(self):
+        if self.error is not None:
+            raise self.error
+
+    def write_table(self, table):
+        self._raise()
+        self.queue.put(table)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.queue.put(None)
+        self.thread.join()
+        try:
+            self.writer.close()
+        finally:
+            if exc[0] is None:
+                self._raise()
 
 
 def write_table(table, path, *, head=DEFAULT_HEAD, out=None):
@@ -149,6 +200,8 @@ def write_table(table, path, *, head=DEFAULT_HEAD, out=None):
 
 def print_table(frame: pl.DataFrame, *, head=DEFAULT_HEAD, total=None, out=None):
     """Print the first ``head`` rows of ``frame`` as an aligned table, every column shown."""
+    import polars as pl
+
     out = out or sys.stdout
     total = frame.height if total is None else total
     shown = readable(frame if head is None else frame.head(head))

@@ -56,15 +56,7 @@ def flow_vantage(flows):
     """The capture's vantage point from a flow table's handshake legs, by
     :func:`traceflow.flows.hosts.vantage` (the rule ``fit`` applies to packets): "sender",
     "receiver" or "unknown"."""
-    from traceflow.flows.hosts import vantage
-
-    need = {"rtt_syn", "rtt_ack", "payload_bytes_c2s", "payload_bytes_s2c"}
-    if not need <= set(flows.columns):
-        return "unknown"
-    legs = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
-    return vantage(legs.select(
-        leg_syn="rtt_syn", leg_ack="rtt_ack",
-        sender_is_server=pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s")))
+    return RttRows.of(flows, per="connection").vantage()
 
 
 def rtt_column(flows, column="auto"):
@@ -86,29 +78,7 @@ def rtt_column(flows, column="auto"):
     times, and the far-half-free reference) over the connections having both differ by more than
     :data:`DISAGREEMENT_FACTOR` times.
     """
-    tcp = flows.filter(pl.col("proto") == 6) if "proto" in flows.columns else flows
-    where = flow_vantage(tcp)
-    have = {c: int(tcp.select((pl.col(c) > 0).sum()).item()) if c in tcp.columns else 0
-            for c in ("rtt_min", "rtt_handshake")}
-    if column == "auto":
-        column = ("rtt_min" if have["rtt_min"] and have["rtt_min"] >= have["rtt_handshake"]
-                  else "rtt_handshake")
-        reason = WHY[column]
-    else:
-        _check_column(tcp, column)
-        reason = "chosen by --column"
-    other = "rtt_min" if column == "rtt_handshake" else "rtt_handshake"
-    warning = None
-    if other in tcp.columns:
-        both = tcp.filter((pl.col(column) > 0) & (pl.col(other) > 0))
-        if both.height:
-            mine, theirs = float(both[column].median()), float(both[other].median())
-            ratio = max(mine, theirs) / min(mine, theirs)
-            if ratio > DISAGREEMENT_FACTOR:
-                warning = (f"RTT columns disagree {ratio:.0f}x: median {column} "
-                           f"{mine * 1e3:.3g} ms vs {other} {theirs * 1e3:.3g} ms over "
-                           f"{both.height} flows (vantage point: {where}); using {column}")
-    return RTTColumn(column, where, reason, warning)
+    return RttRows.of(flows, column, per="connection").choice()
 
 
 def rtt_values(flows, column="rtt_min3", per="connection"):
@@ -117,8 +87,7 @@ def rtt_values(flows, column="rtt_min3", per="connection"):
     followed by the client's request, both captured at the client) have no logarithm and are
     dropped.
     """
-    x = connection_rtts(flows, column, per).drop_nulls().to_numpy()
-    return x[np.isfinite(x) & (x > 0)]
+    return RttRows.of(flows, column, per).values(column)
 
 
 def connection_rtts(flows, column="rtt_min3", per="connection"):
@@ -126,18 +95,163 @@ def connection_rtts(flows, column="rtt_min3", per="connection"):
 
     ``per``: "connection" (the connection's own ``column``), or "pair" / "/N" / "/N,/M": each
     connection takes the minimum positive ``column`` over its path (:func:`path_minima`)."""
-    _check_column(flows, column)
-    if per == "connection":
-        return flows.get_column(column).cast(pl.Float64)
-    keyed = _path_keys(flows.select(column, "client_addr", "server_addr"), per)
-    return keyed.select(pl.col(column).filter(pl.col(column) > 0).min()
-                        .over("host_a", "host_b")).to_series().cast(pl.Float64)
+    return RttRows.of(flows, column, per).connection_rtts(column)
 
 
-def _check_column(flows, column):
-    if column not in flows.columns:
+def path_minima(flows, *, per="pair", column="rtt_min"):
+    """Minimum path RTT per path (seconds): per host pair (``per="pair"``) or per pair of
+    networks (``per="/24"``: IPv4 /24, IPv6 /48; ``"/N,/M"`` sets both), over the connections
+    with a positive ``column``, in either direction. Columns ``host_a``, ``host_b`` (the two
+    ends, in text order), ``connections``, ``rtt_min`` (minimum of ``column``) and
+    ``rtt_median`` (median of ``column`` over the path's connections), by ``rtt_min``."""
+    return RttRows.of(flows, column, per).path_minima(column)
+
+
+class RttRows:
+    """What the RTT analytics read of a flow table, kept compact so that a flow table streamed
+    chunk by chunk (:meth:`add`, in table order) need not be held: per flow, whether it is TCP,
+    its handshake legs (the vantage point), the RTT columns a choice of ``column`` can read
+    (``rtt_min``, ``rtt_handshake`` and ``column``) and the id of its path (``per``), with the
+    text of each path kept once — about 50 bytes per flow instead of its row."""
+
+    def __init__(self, column="auto", per="pair"):
+        if per != "connection" and per != "pair":
+            _prefixes(per)  # a bad path unit fails before any flow is read
+        self.column, self.per = column, per
+        self.names = None   # the flow table's columns
+        self.parts = []
+        self.paths = pl.DataFrame(schema={"host_a": pl.String, "host_b": pl.String,
+                                          "path": pl.UInt32})
+        self._rows = None
+
+    @classmethod
+    def of(cls, flows, column="auto", per="pair"):
+        """The rows of a whole flow table."""
+        rows = cls(column, per)
+        rows.add(flows)
+        return rows
+
+    def add(self, flows):
+        """Take the next flows of the table (a DataFrame with flow table columns)."""
+        if self.names is None:
+            self.names = flows.columns
+            if self.column != "auto":
+                _check_column(self.names, self.column)
+        legs = {"rtt_syn", "rtt_ack", "payload_bytes_c2s", "payload_bytes_s2c"} <= set(self.names)
+        keep = [c for c in ("rtt_min", "rtt_handshake", self.column) if c in self.names]
+        cols = [(pl.col("proto") == 6) if "proto" in self.names else pl.repeat(True, pl.len())]
+        if legs:
+            cols += [pl.col("rtt_syn").alias("leg_syn"), pl.col("rtt_ack").alias("leg_ack"),
+                     (pl.col("payload_bytes_s2c") >= pl.col("payload_bytes_c2s"))
+                     .alias("sender_is_server")]
+        part = flows.select(cols[0].alias("tcp"), *cols[1:], *dict.fromkeys(keep))
+        if self.per != "connection":
+            part = part.with_columns(path=self._path_ids(flows))
+        self.parts.append(part)
+        self._rows = None
+
+    def _path_ids(self, flows):
+        """The id of each flow's path, new paths numbered on."""
+        keys = ["host_a", "host_b"]
+        keyed = _path_keys(flows.select("client_addr", "server_addr"), self.per).select(keys)
+        new = (keyed.join(self.paths, on=keys, how="anti", nulls_equal=True)
+               .unique(maintain_order=True))
+        if new.height:
+            first = self.paths.height
+            self.paths = pl.concat([self.paths, new.with_columns(
+                path=pl.int_range(first, first + new.height, dtype=pl.UInt32))])
+        return keyed.join(self.paths, on=keys, how="left", nulls_equal=True,
+                          maintain_order="left")["path"]
+
+    @property
+    def rows(self):
+        if self._rows is None:
+            self._rows = pl.concat(self.parts) if len(self.parts) > 1 else self.parts[0]
+            self.parts = [self._rows]
+        return self._rows
+
+    def vantage(self):
+        """:func:`flow_vantage` of the flows."""
+        from traceflow.flows.hosts import vantage
+
+        if "leg_syn" not in self.rows.columns:
+            return "unknown"
+        return vantage(self.rows.filter("tcp").select("leg_syn", "leg_ack", "sender_is_server"))
+
+    def choice(self):
+        """:func:`rtt_column` of the flows."""
+        column = self.column
+        tcp = self.rows.filter("tcp")
+        where = self.vantage()
+        have = {c: int(tcp.select((pl.col(c) > 0).sum()).item()) if c in tcp.columns else 0
+                for c in ("rtt_min", "rtt_handshake")}
+        if column == "auto":
+            column = ("rtt_min" if have["rtt_min"] and have["rtt_min"] >= have["rtt_handshake"]
+                      else "rtt_handshake")
+            reason = WHY[column]
+        else:
+            reason = "chosen by --column"
+        other = "rtt_min" if column == "rtt_handshake" else "rtt_handshake"
+        warning = None
+        if other in tcp.columns:
+            both = tcp.filter((pl.col(column) > 0) & (pl.col(other) > 0))
+            if both.height:
+                mine, theirs = float(both[column].median()), float(both[other].median())
+                ratio = max(mine, theirs) / min(mine, theirs)
+                if ratio > DISAGREEMENT_FACTOR:
+                    warning = (f"RTT columns disagree {ratio:.0f}x: median {column} "
+                               f"{mine * 1e3:.3g} ms vs {other} {theirs * 1e3:.3g} ms over "
+                               f"{both.height} flows (vantage point: {where}); using {column}")
+        return RTTColumn(column, where, reason, warning)
+
+    def connection_rtts(self, column):
+        """:func:`connection_rtts` of the flows (``column``: one the rows keep)."""
+        _check_column(self.names, column)
+        if self.per == "connection":
+            return self.rows.get_column(column).cast(pl.Float64)
+        return self.rows.select(pl.col(column).filter(pl.col(column) > 0).min()
+                                .over("path")).to_series().cast(pl.Float64)
+
+    def values(self, column):
+        """:func:`rtt_values` of the flows."""
+        x = self.connection_rtts(column).drop_nulls().to_numpy()
+        return x[np.isfinite(x) & (x > 0)]
+
+    def path_minima(self, column):
+        """:func:`path_minima` of the flows."""
+        _check_column(self.names, column)
+        value = pl.col(column)
+        return (self.rows.filter(value > 0).group_by("path")
+                .agg(connections=pl.len().cast(pl.Int64), rtt_min=value.min(),
+                     rtt_median=value.median())
+                .join(self.paths, on="path", how="left")
+                .sort("rtt_min", "host_a", "host_b")
+                .select("host_a", "host_b", "connections", "rtt_min", "rtt_median"))
+
+    def summary(self, *, classes="auto", bins=40, max_classes=6, random_state=0):
+        """:func:`rtt_summary` of the flows."""
+        choice = self.choice()
+        column = choice.column
+        x = self.values(column)
+        out = {"column": column, "column_reason": choice.reason, "per": self.per,
+               "vantage": choice.vantage, "warning": choice.warning, "flows": self.rows.height,
+               "quantiles": rtt_quantiles(x), "spectrum": rtt_spectrum(x, bins=bins).to_dicts(),
+               "paths": None if self.per == "connection" else
+               self.path_minima(column).to_dicts()}
+        if classes is None or (classes == "auto" and x.size < 2):
+            out["classes"] = None
+        elif classes == "auto":
+            out["classes"] = fit_rtt_classes(x, max_classes=max_classes,
+                                             random_state=random_state).to_dict()
+        else:
+            out["classes"] = fixed_rtt_classes(x, classes).to_dict()
+        return out
+
+
+def _check_column(names, column):
+    if column not in names:
         raise InputFormatError(f"flows table has no column {column!r} (choose from "
-                               f"{', '.join(c for c in RTT_COLUMNS if c in flows.columns)})")
+                               f"{', '.join(c for c in RTT_COLUMNS if c in names)})")
 
 
 def _prefixes(per):
@@ -171,21 +285,6 @@ def _path_keys(flows, per):
                           for c in (client, server))
     return flows.with_columns(host_a=pl.min_horizontal(client, server),
                               host_b=pl.max_horizontal(client, server))
-
-
-def path_minima(flows, *, per="pair", column="rtt_min"):
-    """Minimum path RTT per path (seconds): per host pair (``per="pair"``) or per pair of
-    networks (``per="/24"``: IPv4 /24, IPv6 /48; ``"/N,/M"`` sets both), over the connections
-    with a positive ``column``, in either direction. Columns ``host_a``, ``host_b`` (the two
-    ends, in text order), ``connections``, ``rtt_min`` (minimum of ``column``) and
-    ``rtt_median`` (median of ``column`` over the path's connections), by ``rtt_min``."""
-    _check_column(flows, column)
-    value = pl.col(column)
-    keyed = _path_keys(flows.filter(value > 0), per)
-    return (keyed.group_by("host_a", "host_b")
-            .agg(connections=pl.len().cast(pl.Int64), rtt_min=value.min(),
-                 rtt_median=value.median())
-            .sort("rtt_min", "host_a", "host_b"))
 
 
 def rtt_spectrum(rtts, *, bins=40, value_range=None):
@@ -346,21 +445,8 @@ def rtt_summary(flows, *, column="auto", per="pair", classes="auto", bins=40, ma
     connection's own value). ``classes``: "auto" (learned, :func:`fit_rtt_classes`), a list of
     boundaries in seconds (:func:`fixed_rtt_classes`) or None. Contains the column, the vantage
     point, the quantiles, the spectrum, the classes and (``per`` not "connection") the minimum
-    RTT of every path.
+    RTT of every path. A flow table streamed chunk by chunk: :meth:`RttRows.summary`.
     """
-    choice = rtt_column(flows, column)
-    column = choice.column
-    x = rtt_values(flows, column, per)
-    out = {"column": column, "column_reason": choice.reason, "per": per,
-           "vantage": choice.vantage, "warning": choice.warning, "flows": flows.height,
-           "quantiles": rtt_quantiles(x), "spectrum": rtt_spectrum(x, bins=bins).to_dicts(),
-           "paths": None if per == "connection" else
-           path_minima(flows, per=per, column=column).to_dicts()}
-    if classes is None or (classes == "auto" and x.size < 2):
-        out["classes"] = None
-    elif classes == "auto":
-        out["classes"] = fit_rtt_classes(x, max_classes=max_classes,
-                                         random_state=random_state).to_dict()
-    else:
-        out["classes"] = fixed_rtt_classes(x, classes).to_dict()
-    return out
+    return RttRows.of(flows, column, per).summary(classes=classes, bins=bins,
+                                                  max_classes=max_classes,
+                                                  random_state=random_state)

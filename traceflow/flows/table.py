@@ -65,7 +65,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from traceflow.errors import InputFormatError
+from traceflow.errors import InputFormatError, TraceflowError
 from traceflow.flows.pathrtt import RTT_COLUMNS
 from traceflow.pcap.schema import TCP
 
@@ -98,7 +98,7 @@ COLLECT_ROWS = 1 << 13  # finished connections turned into flow rows at a time
 
 
 def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS,
-          reorder=None):
+          reorder=None, workers=1):
     """Build the flow table of packets (see the module docstring for the rules).
 
     ``packets``: a capture or packets Parquet file (path), a pyarrow Table, Polars DataFrame or
@@ -112,12 +112,13 @@ def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_s
     ``timestamps``: False samples the path RTT columns from sequence numbers only, ignoring the
     TCP timestamp option (:mod:`traceflow.flows.pathrtt`). ``reorder``: seconds; put the
     packets in timestamp order within that window first (:mod:`traceflow.pcap.reorder`; None:
-    capture order, as Wireshark).
+    capture order, as Wireshark). ``workers``: run the partitions in that many processes at once
+    (``packets`` a path; each reads the whole input and keeps its partition's connections).
 
     Returns a Polars DataFrame, one row per flow, ordered by start, ``flow_id`` = 0, 1, ...
     """
     return _flow_tables(packets, idle_timeout, partitions, timestamps, False, batch_size,
-                        reorder)[0]
+                        reorder, workers=workers)[0]
 
 
 def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True,
@@ -130,19 +131,26 @@ def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timesta
 
 
 def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, batch_size,
-                 reorder, notes=None):
-    parts = []
-    for k in range(partitions):
-        chunks, stream = [], None
-        for chunk, stream in flow_chunks(packets, idle_timeout=idle_timeout, timestamps=timestamps,
-                                         want_samples=want_samples, part=(k, partitions),
-                                         batch_size=batch_size, reorder=reorder):
-            chunks.append(chunk)
-        if notes is not None and k == 0 and stream.report() is not None:
-            notes.append(stream.report())
-        parts.append((pl.concat(chunks, how="vertical").with_columns(part=pl.lit(k)), stream))
-    out = pl.concat([table for table, _ in parts], how="vertical")
-    if partitions > 1 or not parts[0][1].in_order:
+                 reorder, notes=None, workers=1):
+    args = [(packets, (k, partitions), idle_timeout, timestamps, want_samples, batch_size, reorder)
+            for k in range(partitions)]
+    if workers > 1 and partitions > 1:
+        if not isinstance(packets, (str, Path)):
+            raise InputFormatError("flows in several workers need a path (a capture or packets "
+                                   "Parquet)")
+        from traceflow.scale.parallel import iter_tasks
+
+        parts = [None] * partitions
+        for outcome in iter_tasks(_partition_flows, args, workers=workers, progress=False):
+            if not outcome.ok:
+                raise TraceflowError(outcome.error)
+            parts[outcome.index] = outcome.value
+    else:
+        parts = [_partition_flows(a) for a in args]
+    if notes is not None and parts[0][2] is not None:
+        notes.append(parts[0][2])
+    out = pl.concat([table for table, *_ in parts], how="vertical")
+    if partitions > 1 or not parts[0][1]:
         out = out.sort([*SORT_KEY[:-1], "part", "conn"], nulls_last=True, maintain_order=True)
         out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
     table = out.select(list(FLOW_SCHEMA))
@@ -151,10 +159,31 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, ba
     from traceflow.flows.pathrtt import labelled_samples
 
     keys = out.select("part", "conn", "flow_id", "client_is_a")
-    samples = pl.concat([labelled_samples(stream.path_samples(),
-                                          keys.filter(pl.col("part") == k).drop("part"))
-                         for k, (_, stream) in enumerate(parts)])
+    samples = pl.concat([labelled_samples(path, keys.filter(pl.col("part") == k).drop("part"))
+                         for k, (_, _, _, path) in enumerate(parts)])
     return table, samples.sort("ts", "connection", maintain_order=True)
+
+
+def _partition_flows(args):
+    """The flows of one hash partition of the endpoint pairs (a task of :func:`_flow_tables`,
+    top level so worker processes can import it): ``(table with part, conn and client_is_a,
+    in order, re-ordering report, path RTT samples or None)``."""
+    packets, part, idle_timeout, timestamps, want_samples, batch_size, reorder = args
+    chunks, stream = [], None
+    for chunk, stream in flow_chunks(packets, idle_timeout=idle_timeout, timestamps=timestamps,
+                                     want_samples=want_samples, part=part,
+                                     batch_size=batch_size, reorder=reorder):
+        chunks.append(chunk)
+    table = pl.concat(chunks, how="vertical").with_columns(part=pl.lit(part[0]))
+    return table, stream.in_order, stream.report(), stream.path_samples()
+
+
+def worker_parts(workers):
+    """The hash partitions ``(k, n)`` of the endpoint pairs that ``workers`` processes each
+    stream from one input (``FlowStream(part=...)``): a connection's packets all fall in one, so
+    per-connection analyses (``fit``'s end-host facts) can run on them in parallel and be
+    merged in :data:`SORT_KEY` order, as :func:`flows` does."""
+    return [(k, workers) for k in range(workers)]
 
 
 def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
@@ -238,15 +267,19 @@ class FlowStream:
             raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
         first = self.rows + 1
         self.rows += df.height
-        df = _prepare(df, first, self.part)
+        df = _prepare(df, first)
         if self.reorder is not None:
             df = self.reorder.push(df)
         self._consume(df)
 
     def _consume(self, df):
+        # the clock (trace end, re-ordering) is every IP packet's, whatever the partition, so
+        # that each partition's flows are those of the whole stream
         if df is not None and df.height:
             self.trace_end = df["ts"][-1]
-            self._run(df, final=False)
+            df = _partition(df, self.part)
+            if df.height:
+                self._run(df, final=False)
 
     def finish(self):
         """End of input: every open connection is finished (:meth:`release` hands them out)."""
@@ -346,18 +379,25 @@ _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "
                     "tsecr"]
 
 
-def _prepare(df, first_frame, part):
-    """The packets of a batch as the kernels read them: IP packets only, with ``frame`` (the
-    1-based row number in the input), addresses as uint64 halves, nulls filled."""
+def _partition(df, part):
+    """The packets of a prepared batch whose endpoint pair is in hash partition ``part`` =
+    (k, n)."""
     k, n = part
+    if n == 1:
+        return df
+    # symmetric in the two endpoints, so both directions land in the same partition
+    ends = [pl.struct(f"{side}_hi", f"{side}_lo", port).hash(7)
+            for side, port in (("src", "sport"), ("dst", "dport"))]
+    return df.filter((ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k)
+
+
+def _prepare(df, first_frame, part=(0, 1)):
+    """The packets of a batch as the kernels read them: IP packets only, with ``frame`` (the
+    1-based row number in the input), addresses as uint64 halves, nulls filled; only those of
+    hash partition ``part`` (:func:`_partition`)."""
     df = _endpoints(df.select(_PACKET_COLUMNS).with_row_index("frame", offset=first_frame)
                     .filter(pl.col("ip_version").is_not_null()))
-    if n > 1:
-        # symmetric in the two endpoints, so both directions land in the same partition
-        ends = [pl.struct(f"{side}_hi", f"{side}_lo", pl.col(port).fill_null(0)).hash(7)
-                for side, port in (("src", "sport"), ("dst", "dport"))]
-        df = df.filter((ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k)
-    return df.select(
+    return _partition(df.select(
         pl.col("frame").cast(pl.Int64), ts=pl.col("ts").dt.epoch("ns"), *_ADDR,
         sport=pl.col("sport").fill_null(0), dport=pl.col("dport").fill_null(0),
         has_ports=pl.col("sport").is_not_null().cast(pl.UInt8), proto="proto",
@@ -370,7 +410,7 @@ def _prepare(df, first_frame, part):
         ip_len=pl.col("ip_len").fill_null(0).cast(pl.Int64),
         wirelen=pl.col("wirelen").cast(pl.Int64),
         has_ts=pl.col("tsval").is_not_null().cast(pl.UInt8),
-        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0))
+        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0)), part)
 
 
 def _endpoints(lf):
@@ -573,7 +613,7 @@ def _file_batches(path, batch_size, columns=tuple(_PACKET_COLUMNS)):
 
 
 def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None,
-               reorder=None, notes=None):
+               reorder=None, notes=None, workers=1):
     """Flows of one or more inputs (captures, packets Parquet or flows Parquet), concatenated.
 
     Each input gets its own flows (two captures of the same traffic are never merged) and a
@@ -582,6 +622,7 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
     these columns (of the finished flows, as they are handed out), so long captures need memory
     for these columns only. ``reorder``: as :func:`flows`; ``notes``: a list that gets
     ``(input, report)`` for every input re-ordering looked at (:meth:`FlowStream.report`).
+    ``workers``: as :func:`flows` (with ``partitions`` >= ``workers``).
     """
     tables = []
     for path in _whole(inputs):
@@ -589,7 +630,7 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
         keep = None if columns is None else list(dict.fromkeys([*columns, *SORT_KEY[:-1]]))
         ordered = _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
                                lambda c: chunks.append(c if keep is None else c.select(
-                                   [k for k in keep if k in c.columns])))
+                                   [k for k in keep if k in c.columns])), workers)
         table = pl.concat(chunks, how="diagonal_relaxed")
         if not ordered:
             table = _resorted(table)
@@ -602,8 +643,28 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
     return out
 
 
+def stream_flows(inputs, sink, *, idle_timeout=300.0, partitions=1, timestamps=True,
+                 reorder=None, notes=None):
+    """Hand the table :func:`load_flows` makes of ``inputs`` to ``sink`` chunk by chunk (each a
+    DataFrame of its rows, with ``source`` and ``flow_id`` numbered on over the inputs) without
+    holding it; memory stays O(open connections + one batch + what ``sink`` keeps). Returns
+    False when an input's flows came out of start order (see :func:`flow_chunks`): the chunks
+    were then not in the table's order, which :func:`load_flows` restores by sorting."""
+    handed, ordered = 0, True
+
+    def put(chunk):
+        nonlocal handed
+        sink(chunk.with_columns(flow_id=pl.col("flow_id") + first, source=pl.lit(name)))
+        handed += chunk.height
+
+    for path in _whole(inputs):
+        name, first = Path(path).name, handed
+        ordered &= _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, put)
+    return ordered
+
+
 def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True,
-                reorder=None, notes=None):
+                reorder=None, notes=None, workers=1):
     """Write :func:`load_flows` ``(inputs)`` to the Parquet file ``output`` (atomically) chunk
     by chunk, so memory does not grow with the captures' length; returns its ``columns``.
 
@@ -616,7 +677,7 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
     files = _whole(inputs)
     if any(input_kind(path) == "flows" for path in files):
         table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
-                           timestamps=timestamps, reorder=reorder, notes=notes)
+                           timestamps=timestamps, reorder=reorder, notes=notes, workers=workers)
         with atomic_path(output) as tmp:
             table.write_parquet(tmp)
         return table.select(columns)
@@ -636,7 +697,7 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
             for path in files:
                 name, first = Path(path).name, written
                 if not _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
-                                    append):
+                                    append, workers):
                     writer.close()                  # sort this input's flows in memory
                     table = pl.read_parquet(tmp)
                     late = pl.col("flow_id") >= first
@@ -661,7 +722,7 @@ def _whole(inputs):
     return files
 
 
-def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sink):
+def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sink, workers=1):
     """Hand the flows of one input to ``sink`` chunk by chunk (``flow_id`` from 0 on); returns
     False when they came out of order (see :func:`flow_chunks`): sort them with
     :func:`_resorted`."""
@@ -670,7 +731,7 @@ def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sin
         return True
     if partitions > 1:
         sink(flows(path, idle_timeout=idle_timeout, partitions=partitions, timestamps=timestamps,
-                   reorder=reorder))
+                   reorder=reorder, workers=workers))
         return True
     stream = None
     for chunk, stream in flow_chunks(path, idle_timeout=idle_timeout, timestamps=timestamps,

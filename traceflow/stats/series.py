@@ -28,8 +28,8 @@ import polars as pl
 import pyarrow as pa
 
 from traceflow.errors import InputFormatError, TraceflowError
+from traceflow.stats.bins import SeriesBins
 
-SERIES_SCHEMA = {"t": pl.Datetime("ns"), "bytes": pl.Int64, "packets": pl.Int64}
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
              "min": 60_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
@@ -139,8 +139,14 @@ def link_series(packets, bin="10ms", direction=None, filter=None, *, proto=None,
     there) to the bin holding the last. Packets outside ``[start, end)`` are ignored. Empty bins
     are zeros.
     """
-    width = parse_duration(bin)
-    df = select_packets(packets, direction, filter, proto)
+    bins = SeriesBins(parse_duration(bin), None if start is None else _ns(start),
+                      None if end is None else _ns(end))
+    _add_packets(bins, select_packets(packets, direction, filter, proto), size)
+    return bins.frame()
+
+
+def _add_packets(bins: SeriesBins, df: pl.DataFrame, size: str) -> None:
+    """Count the packets of ``df`` (selected already) in ``bins``; bytes per ``size``."""
     if "ts" not in df.columns:
         raise InputFormatError("packets table has no 'ts' column")
     ts = df.get_column("ts").cast(pl.Datetime("ns")).cast(pl.Int64).to_numpy()
@@ -151,21 +157,65 @@ def link_series(packets, bin="10ms", direction=None, filter=None, *, proto=None,
         sizes = df.get_column("wirelen").cast(pl.Int64)
     else:
         raise InputFormatError(f"packets table has no {size!r} column")
-    sizes = sizes.fill_null(0).to_numpy()
-    lo = _ns(start) if start is not None else (int(ts.min()) if ts.size else None)
-    hi = _ns(end) if end is not None else (int(ts.max()) + 1 if ts.size else None)
-    if lo is None or hi is None or hi <= lo:
-        return pl.DataFrame(schema=SERIES_SCHEMA)
-    first = lo
-    nbins = -(-(hi - first) // width)
-    keep = (ts >= lo) & (ts < hi)
-    idx = (ts[keep] - first) // width
-    counts = np.bincount(idx, minlength=nbins)
-    # float64 partial sums of integers are exact below 2**53 bytes per bin (9 PB): cast back losslessly
-    byte_sums = np.bincount(idx, weights=sizes[keep], minlength=nbins).astype(np.int64)
-    t = first + width * np.arange(nbins, dtype=np.int64)
-    return pl.DataFrame({"t": t, "bytes": byte_sums, "packets": counts.astype(np.int64)}).with_columns(
-        pl.col("t").cast(pl.Datetime("ns")))
+    bins.add(ts, sizes.fill_null(0).to_numpy())
+
+
+def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, size="ip_len",
+                  batch_size=1 << 16) -> SeriesBins:
+    """The link series of a capture or packets table (path), as :func:`link_series` makes it
+    from the whole table, read ``batch_size`` packets at a time and only the columns the
+    selection and ``size`` need: memory is one batch and the bins, whatever the input's length.
+
+    Returns the :class:`~traceflow.stats.bins.SeriesBins` (``.frame()`` is the series; ``.lo``,
+    ``.hi`` the first packet and the last + 1 ns). An input whose earliest packet comes after
+    the first batch, off that batch's bin grid, is read twice.
+    """
+    width = parse_duration(bin)
+    bins = _bin_file(path, SeriesBins(width), direction, filter, proto, size, batch_size)
+    if not bins.aligned:
+        bins = _bin_file(path, SeriesBins(width, start=bins.lo), direction, filter, proto, size,
+                         batch_size)
+    return bins
+
+
+def _bin_file(path, bins, direction, filter, proto, size, batch_size):
+    from traceflow.selection import row_filter
+
+    expr = row_filter(filter, proto)
+    wanted = {"ts", "wirelen", *(["ip_len"] if size == "ip_len" else []),
+              *(expr.meta.root_names() if expr is not None else []),
+              *([direction.partition(":")[0]] if direction else [])}
+    for df in _packet_batches(path, wanted, batch_size):
+        _add_packets(bins, select_packets(df, direction, filter, proto), size)
+    return bins
+
+
+def _packet_batches(path, wanted, batch_size):
+    """Polars frames of the packets of a capture or packets table, in order, with the columns
+    ``wanted`` (all columns when the table lacks one of them, so errors list what it has); a
+    CSV or Arrow IPC table is one frame."""
+    from traceflow.pcap.schema import PACKET_SCHEMA
+
+    kind = table_kind(path)
+    names = PACKET_SCHEMA.names if kind == "capture" else table_columns(path)
+    columns = [c for c in names if c in wanted] if wanted <= set(names) else list(names)
+    if kind == "capture":
+        from traceflow.pcap.reader import iter_batches  # lazy: the decoder is heavy
+
+        for batch in iter_batches(path, batch_size=batch_size):
+            yield pl.from_arrow(batch.select(columns))
+    elif kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            with pq.ParquetFile(path) as f:
+                for batch in f.iter_batches(batch_size=batch_size, columns=columns):
+                    yield pl.from_arrow(batch)
+        except (OSError, pa.ArrowException) as exc:
+            raise InputFormatError(f"cannot read table: {str(exc).splitlines()[0]}",
+                                   path=path) from exc
+    else:
+        yield read_table(path)
 
 
 def _ns(value) -> int:
@@ -326,18 +376,17 @@ def load_series(path, *, column=None, bin=None, direction=None, filter=None, pro
     * any other Parquet/CSV → ``column`` (required) as is; ``bin`` is not applicable there.
     """
     kind = table_kind(path)
-    if kind == "capture":
-        df, kind = read_packets(path), "capture"
-    else:
-        df = read_table(path)
-        kind = "packets" if is_packets(df) else "series" if is_series(df) else "table"
+    if kind != "capture":
+        kind = "packets" if {"ts", "wirelen"} <= set(table_columns(path)) else "table"
     if kind in ("capture", "packets"):
-        frame = link_series(df, bin or default_bin, direction, filter, proto=proto)
         col = column or default_column
         if col not in ("bytes", "packets"):
             raise TraceflowError(f"--column for a capture or packets table is bytes or packets, not {col!r}")
+        frame = packet_series(path, bin or default_bin, direction, filter, proto=proto).frame()
         return LoadedSeries(frame.get_column(col).to_numpy().astype(np.float64),
                             parse_duration(bin or default_bin), col, kind, frame)
+    df = read_table(path)
+    kind = "series" if is_series(df) else "table"
     if direction or filter or proto:
         raise TraceflowError("--direction/--filter/--proto apply to captures and packets tables "
                              "only", path=path)
