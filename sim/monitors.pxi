@@ -30,7 +30,7 @@ cdef class QueueSampler(Component):
         free(self.avg)
 
     def start(self, int64_t at=0):
-        self.sim.schedule(at, self, 1, NULL, 0)
+        self.sim.schedule_side(at, self, 1, NULL, 0)
 
     cdef int _grow(self) except -1:
         self.cap = max(1024, 2 * self.cap)
@@ -56,7 +56,7 @@ cdef class QueueSampler(Component):
             self.nbytes[self.n] = l.queue.len_bytes
             self.avg[self.n] = l.queue.avg_len()
             self.n += 1
-        self.sim.schedule(now + self.period, self, 1, NULL, 0)
+        self.sim.schedule_side(now + self.period, self, 1, NULL, 0)
 
     def samples(self):
         import numpy as np

@@ -229,7 +229,7 @@ cdef class TcpSender(Agent):
         if self.hook is not None:
             if not self.hook_timer_on and self.hook.period > 0:
                 self.hook_timer_on = True
-                self.sim.schedule(now + self.hook.period, self, TCP_EV_HOOK, NULL, 0)
+                self.sim.schedule_side(now + self.hook.period, self, TCP_EV_HOOK, NULL, 0)
             self.hook.on_conn_start(self, now)
         if self.reqmode:
             self.state = TCP_LISTEN
@@ -478,7 +478,7 @@ cdef class TcpSender(Agent):
                 self.rec.on_timer(self, self.tmr_kind, now)
         elif kind == TCP_EV_HOOK:
             self.hook.on_timer(self, now)
-            self.sim.schedule(now + self.hook.period, self, TCP_EV_HOOK, NULL, 0)
+            self.sim.schedule_side(now + self.hook.period, self, TCP_EV_HOOK, NULL, 0)
         elif kind == TCP_EV_RESPOND:
             if arg == self.conn and self.state == TCP_REQUEST:
                 self._respond(now)

@@ -6,18 +6,25 @@
    stands for the load) carries the same load in both: seed 1 ns-2 5.19 Mb/s, ours 5.16 Mb/s
    (1000 s). ns-2 runs with 1999's syn_ and delay_growth_ false, the semantics of our one-way
    agents; with ns-2.35's delay_growth_ true (every file waits one more RTT) ns-2 carries 4.71.
-2. Plain Reno beside that background does NOT match (strict xfail): ns-2 measured Reno 5.00-5.01
-   Mb/s with 636 timeouts in 2000 s, background 3.85 Mb/s, utilization 0.906-0.907; ours 6.85 Mb/s,
-   97-121 timeouts, 2.66 Mb/s, 0.978. (With delay_growth_ true ns-2 gave 6.51-6.64 Mb/s, 191-240
-   timeouts, background 2.76-2.83 Mb/s: the agreement reported before came from that mismatch.)
+2. Plain Reno beside that background: seed 1 / 2, ns-2 5.00 / 5.01 Mb/s, 636 / 636 timeouts,
+   background 3.86 / 3.85 Mb/s, utilization 0.906 / 0.907, loss 0.45 / 0.43 %; ours 4.95 / 5.03 Mb/s,
+   658 / 638 timeouts, 3.79 / 3.72 Mb/s, 0.895 / 0.897, 0.45 / 0.42 %. Before the event engine
+   shuffled same-nanosecond link arrivals (sim/engine.pxi) ours gave 6.85 Mb/s, ~100 timeouts,
+   2.66 Mb/s, 0.978: every path has the same delays and every link 10 Mb/s, so arrivals at g1 tie
+   to the nanosecond, and in scheduling order the packet an ACK released always beat the second
+   packet of a slow-start pair to the place a departure freed (200 s, seed 1: the infinite source
+   lost 80 packets, the background 1470; ns-2 218 and 782). Shifting the measured connection by
+   0.1 us gave ns-2's operating point (4.87 Mb/s, 68 timeouts), while ns-2 itself stays at
+   4.74-5.20 Mb/s for shifts of -0.1 to +0.1 us: its double clock breaks such ties by rounding.
 3. Fig. 6 at 5 Mb/s (alpha = 1.05, 10,000 s, threshold schedule, A = 4, CA coupling, the same
-   calibrated background parameters; the sample paths differ, ns-2 draws its own): PT:242's
-   "unimodal with peak at theta = 4" holds in neither. Measured throughput theta = 1..7 (Mb/s),
-   ns-2 6.74 6.74 6.95 6.76 7.09 6.69 6.82 (within its +-5 % sample-path noise, the background
-   moving 2.1-2.5 Mb/s as the measured flow shifts it), ours 5.91 5.85 5.91 5.93 5.89 5.83 5.74;
-   timeouts 1246 ... 2314 (ns-2) and 1054 ... 3395 (ours): in both, aggressiveness costs timeouts
-   and buys no throughput at this RTT (30 ms, about 37 packets of bandwidth-delay product).
-   (Measured with ns-2's delay_growth_ true; not rerun since.)
+   calibrated background parameters k = 252.5 B, idle 0.172 s; the sample paths differ, ns-2 draws
+   its own files): PT:242's "unimodal with peak at theta = 4" holds in neither. theta = 1 / 4 / 8:
+   ns-2 6.38 / 6.46 / 6.74 Mb/s, 1663 / 1859 / 2687 timeouts, background 2.74 / 2.60 / 2.23 Mb/s;
+   ours 4.84 / 4.88 / 4.87 Mb/s, 2980 / 3314 / 5504 timeouts, background 3.92 / 3.85 / 3.47 Mb/s.
+   The levels differ because the backgrounds do: alone, with these parameters, ns-2's sample path
+   carries 3.83 Mb/s and ours 5.12 (alpha = 1.05: a few huge files decide the load of one path;
+   at alpha = 1.95, test 1, the two agree). In both, aggressiveness costs timeouts (x1.6, x1.8)
+   and theta = 4 is no peak.
 """
 import shutil
 import subprocess
@@ -31,9 +38,8 @@ from traceflow.experiments.tcpmt import batch, calibration, measures, setup
 TCL = Path(__file__).with_name("ns2") / "tcpmt.tcl"
 REPLAYS = Path(__file__).resolve().parents[2] / "replays"
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("ns") is None,
-                                 reason="needs ns-2 ('ns' on PATH: apt-get install ns2)")]
+pytestmark = pytest.mark.skipif(shutil.which("ns") is None,
+                                reason="needs ns-2 ('ns' on PATH: apt-get install ns2)")
 
 
 def ns2(**params):
@@ -52,12 +58,13 @@ def ours(duration, seed, bg, hook=setup.OFF, measured=True):
     if not measured:
         return {"background_bps": r["summary"]["background_bps"]}
     return {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
-            "link_utilization": r["summary"]["link_utilization"]}
+            "link_utilization": r["summary"]["link_utilization"], "timeouts": r["measured"][0]["timeouts"]}
 
 
 BG = setup.Background(alpha=1.95, k=2109.0, idle=0.16)   # ~5 Mb/s alone
 
 
+@pytest.mark.slow
 def test_background_alone_matches_ns2():
     """The background's load alone within 3 % (the calibration's own tolerance)."""
     for seed in (1, 2):
@@ -66,11 +73,20 @@ def test_background_alone_matches_ns2():
         assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.03), (got, ref)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "beside the background ns-2's Reno gets 5.0 Mb/s with 636 timeouts in 2000 s (background 3.85 "
-    "Mb/s), ours 6.85 Mb/s with ~100 (background 2.66 Mb/s): the long flow competes with the short "
-    "transfers differently; not explained"))
+def test_short_run_infinite_source_matches_ns2():
+    """200 s, seed 1 (about 2 s each). ns-2: the infinite source loses 218
+    of 1000 drops, 65 timeouts, 5.05 Mb/s; ours 293 of 897, 61, 5.14 Mb/s (with same-nanosecond
+    arrivals in scheduling order: 80 of 1550, 9 timeouts, 6.81 Mb/s)."""
+    ref = ns2(duration=200, seed=1, bg_k=BG.k, bg_idle=BG.idle, bg_alpha=BG.alpha)
+    got = ours(200.0, 1, BG)
+    assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.08), (got, ref)
+    assert got["timeouts"] == pytest.approx(ref["timeouts"], rel=0.25), (got, ref)
+
+
+@pytest.mark.slow
 def test_reno_operating_point_matches_ns2():
+    """The measured Reno beside the background: its throughput within 8 %, the background's share
+    within 10 % and the utilization within 0.03 of ns-2's."""
     bg = BG
     for seed in (1, 2):
         ref = ns2(duration=2000, seed=seed, bg_k=bg.k, bg_idle=bg.idle, bg_alpha=bg.alpha)
@@ -80,9 +96,11 @@ def test_reno_operating_point_matches_ns2():
         assert got["link_utilization"] == pytest.approx(ref["link_utilization"], abs=0.03), (got, ref)
 
 
+@pytest.mark.slow
 def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
     """Fig. 6(a)'s set-up in both simulators: timeouts grow with the threshold theta (1.5x or more
-    from theta = 1 to 8), and no threshold buys more than 5 % over applying none (theta = 1)."""
+    from theta = 1 to 8), and theta = 4 is no peak (not 1 % above both theta = 1 and theta = 8, the
+    shape rule's noise, tcpmt/claims.py)."""
     cal = calibration.calibrate(base(), [(1.05, 5e6)], seed=1, duration=10000.0,
                           ex=batch.executor(workers=2))[(1.05, 5e6)]
     thetas = (1, 4, 8)
@@ -98,4 +116,4 @@ def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
     for runs in (ref, got):
         assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
         tp = [r["throughput_bps"] for r in runs]
-        assert max(tp) <= 1.05 * tp[0], runs
+        assert tp[1] <= 1.01 * max(tp[0], tp[2]), runs
