@@ -178,14 +178,6 @@ def _partition_flows(args):
     return table, stream.in_order, stream.report(), stream.path_samples()
 
 
-def worker_parts(workers):
-    """The hash partitions ``(k, n)`` of the endpoint pairs that ``workers`` processes each
-    stream from one input (``FlowStream(part=...)``): a connection's packets all fall in one, so
-    per-connection analyses (``fit``'s end-host facts) can run on them in parallel and be
-    merged in :data:`SORT_KEY` order, as :func:`flows` does."""
-    return [(k, workers) for k in range(workers)]
-
-
 def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
                 batch_size=BATCH_ROWS, reorder=None):
     """Stream the flow table of ``packets`` (as :func:`flows`): yields ``(chunk, stream)``, each
