@@ -81,10 +81,11 @@ CLAIMS = {
     ("table2", "Case I minus Case III gain, 100 s vs 2000 s"): "gains of 1-2 %, within noise",
     ("table2", "Case I: mean gain, CA-only coupling vs CA + slow start"): None,
     ("table3", "TCP-MT total throughput vs n: shape"):
-        "the total keeps rising to 18 connections (17.9 Mb/s): more flows fill the 20 Mb/s link",
+        "the total keeps rising to 18 connections (1588 KB/s at n = 2, 1866 at 6, 2190 at 18; "
+        "paper 1623, 1764, 1251): more flows fill the link",
     ("table3", "TCP-MT total throughput vs n: peak at"): "peak at n = 18, see shape",
-    ("table3", "largest max/min throughput ratio among TCP-MT connections"):
-        "1.78 for 18 connections (paper 1.43)",
+    # after the engine's arrival tie order: max/min 1.06 (paper 1.43, test <= 1.5); was 1.78
+    ("table3", "largest max/min throughput ratio among TCP-MT connections"): None,
     ("table3", "Reno total throughput vs n: shape"): "rising, as TCP-MT's",
 }
 
