@@ -90,23 +90,23 @@ def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
 def capacity_of_series(base, mean_pkt, *, min_packets=100, bin_ns=cmp.BIN_NS):
     """:func:`estimate_capacity` of data bytes already binned at ``bin_ns`` from the first data
     packet on (``base``), whose packets average ``mean_pkt`` bytes."""
-    from traceflow.stats.series import format_duration
+    from traceflow.stats.series import block_sums, format_duration
 
     peaks = {}
     for label, k in (("10ms", 1), ("100ms", 10), ("1s", 100)):
         if base.size >= k:
-            b = base[: base.size // k * k].reshape(-1, k).sum(axis=1)
+            b = block_sums(base, k)
             peaks[label] = float(8 * b.max() / (k * bin_ns / 1e9))
     k = 1
     while True:
         if base.size // k < 2:
             k = max(1, k // 2)
             break
-        b = base[: base.size // k * k].reshape(-1, k).sum(axis=1)
+        b = block_sums(base, k)
         if b.max() >= min_packets * mean_pkt:
             break
         k *= 2
-    b = base[: base.size // k * k].reshape(-1, k).sum(axis=1) if base.size >= k else base
+    b = block_sums(base, k) if base.size >= k else base
     method = (f"peak rate in {format_duration(k * bin_ns)} bins (the finest whose peak bin holds "
               f"{min_packets} packets)")
     return float(8 * b.max() / (k * bin_ns / 1e9)), peaks, method
