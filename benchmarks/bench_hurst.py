@@ -11,7 +11,8 @@ same number (the note shows both H) and the times compare like with like.
 import importlib.util
 import math
 import os
-import time
+
+from timing import timed
 
 BUDGET_S = 5.0
 
@@ -29,12 +30,6 @@ def _nolds_measures():
     return module
 
 
-def _timed(fn, *args, **kw):
-    start = time.perf_counter()
-    out = fn(*args, **kw)
-    return out, time.perf_counter() - start
-
-
 def run(quick=False):
     from traceflow.stats.fgn import fgn
     from traceflow.stats.hurst import METHODS, estimate
@@ -47,11 +42,11 @@ def run(quick=False):
             "rs": lambda scales: nolds.hurst_rs(x, nvals=scales, fit="poly", unbiased=False)}
     rows, total = [], 0.0
     for method in METHODS:
-        rep, ours = _timed(estimate, x, [method])
+        rep, ours = timed(estimate, x, [method])
         total += ours
         est = rep.results[method].H
         if method in refs:
-            ref_H, ref = _timed(refs[method], rep.results[method].scales)
+            ref_H, ref = timed(refs[method], rep.results[method].scales)
             note = f"H ours {est:.3f}, nolds {ref_H:.3f} (true {H})"
             # DFA: nolds fits each window in a Python loop, we solve all at once; R/S is
             # vectorized in both, so parity is the honest target there

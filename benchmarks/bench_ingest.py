@@ -17,8 +17,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import best_of, timed
 
 SHARED = Path(os.environ.get("TRACEFLOW_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 RUN = SHARED / "datasets" / "testbed" / "dev10m"
@@ -52,15 +53,6 @@ def _decompress(src, dst, max_packets=None):
             if len(rec) < 16:
                 break
             fout.write(rec + fin.read(struct.unpack(e + "I", rec[8:12])[0]))
-
-
-def _best(fn, repeat=3):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def _plain_read(path):
@@ -117,10 +109,10 @@ def run(quick=False):
     try:
         path = tmp / "capture.pcap"
         _decompress(src, path)
-        t_read, nbytes = _best(lambda: _plain_read(path))
-        t_fast, table = _best(lambda: read_packets(path))
+        t_read, nbytes = best_of(lambda: _plain_read(path))
+        t_fast, table = best_of(lambda: read_packets(path))
         out = tmp / "packets.parquet"
-        t_ingest, _ = _best(lambda: subprocess.run(
+        t_ingest, _ = best_of(lambda: subprocess.run(
             [sys.executable, "-P", "-m", "traceflow.cli.main", "ingest", str(path), "-o", str(out)],
             check=True, stdout=subprocess.DEVNULL))
         parquet_mb = out.stat().st_size / 1e6
@@ -129,12 +121,9 @@ def run(quick=False):
         if quick:
             slow_path = tmp / "prefix.pcap"
             _decompress(src, slow_path, QUICK_PACKETS)
-        t0 = time.perf_counter()
-        n_loop = dpkt_loop(slow_path)
-        t_loop = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        n_ref = read_packets(slow_path, decoder="dpkt").num_rows
-        t_ref = time.perf_counter() - t0
+        n_loop, t_loop = timed(dpkt_loop, slow_path)
+        ref, t_ref = timed(read_packets, slow_path, decoder="dpkt")
+        n_ref = ref.num_rows
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     assert n_loop == n_ref == (min(n, QUICK_PACKETS) if quick else n), (n, n_loop, n_ref)
@@ -160,7 +149,6 @@ def run(quick=False):
 
 if __name__ == "__main__":
     import json
-    import sys
 
     for row in run(quick="--quick" in sys.argv):
         print(json.dumps(row))

@@ -22,9 +22,10 @@ import math
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from pathlib import Path
+
+from timing import best_of, timed
 
 REPO = Path(__file__).resolve().parents[1]
 REPLAYS = REPO / "replays"
@@ -47,12 +48,7 @@ STARTUP = ("import traceflow.sim as sim, traceflow.sim.runner; "
 
 def _process_wall(args, runs=5):
     """Best wall time (s) of ``runs`` whole processes."""
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_of(lambda: subprocess.run(args, check=True, stdout=subprocess.DEVNULL), runs)[0]
 
 
 def startup_row():
@@ -75,12 +71,8 @@ def run(quick=False):
     duration = 30.0 if quick else 300.0
     sc = sim.load_scenario(REPLAYS / "dumbbell.toml", [f"simulation.duration={duration}"])
     sim.run(sc)                        # warm-up: imports, page cache
-    walls = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        res = sim.run(sc)              # assemble + run + summary tables, end to end
-        walls.append(time.perf_counter() - t0)
-    ours = res.summary["packets_forwarded"] / min(walls)
+    wall, res = best_of(lambda: sim.run(sc))   # assemble + run + summary tables, end to end
+    ours = res.summary["packets_forwarded"] / wall
     ref = _ns2_rate(duration)
     ratio = ours / ref if ref and not math.isnan(ref) else float("nan")
     rows.append({"benchmark": "sim dumbbell 10xNewReno: bottleneck pkts per wall-s",
@@ -96,11 +88,7 @@ def run(quick=False):
     for name, raw in (("classic", classic), ("linux", linux)):
         sc = sim.load_scenario(raw)
         sim.run(sc)
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            res = sim.run(sc)
-            best = min(best, time.perf_counter() - t0)
+        best, res = best_of(lambda: sim.run(sc))
         rate[name] = res.summary["packets_forwarded"] / best
     cost = rate["classic"] / rate["linux"]
     rows.append({"benchmark": "sim dumbbell 10xReno: linux profile vs classic, bottleneck pkts per wall-s",
@@ -110,9 +98,7 @@ def run(quick=False):
 
     horizon = 1000.0 if quick else 10000.0
     sc = sim.load_scenario(REPLAYS / "selfsim_baseline.toml", [f"simulation.duration={horizon}"])
-    t0 = time.perf_counter()
-    res = sim.run(sc)
-    wall = time.perf_counter() - t0
+    res, wall = timed(sim.run, sc)
     limit = 60.0 * horizon / 10000.0
     rows.append({"benchmark": f"sim self-similarity baseline ({horizon:.0f} simulated s) wall time",
                  "ours": wall, "reference": limit, "unit": "s", "ratio": wall / limit,

@@ -9,10 +9,10 @@ only meaningful on an otherwise idle machine.
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+from timing import timed
 
 from traceflow.scale.sweep import run_sweep
 
@@ -53,10 +53,8 @@ def _setup(quick):
 def _throughput(task, base, grid, workers):
     """(cells per second, mean wall time of one cell in s) of one sweep run."""
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        result = run_sweep(base, grid, Path(tmp) / "sweep", task=task, workers=workers,
-                           progress=False)
-        elapsed = time.perf_counter() - start
+        result, elapsed = timed(run_sweep, base, grid, Path(tmp) / "sweep", task=task,
+                                workers=workers, progress=False)
         cell_seconds = [json.loads(p.read_text())["seconds"]
                         for p in (Path(tmp) / "sweep" / "cells").glob("*.json")]
     assert not result.failed, result.failed
