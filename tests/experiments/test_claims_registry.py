@@ -85,7 +85,7 @@ def test_reproduce_claims_lists_all_26_from_full_runs(tmp_path):
     rows = {r["claim"]: r for r in json.loads(res.output)}
     assert len(rows) == 26
     assert (rows[15]["holds"], rows[16]["holds"], rows[19]["holds"]) == (True, False, None)
-    assert "34:1" in rows[15]["paper"] and "26.5" in rows[15]["ns-2"]
+    assert "34:1" in rows[15]["paper"] and "19.9" in rows[15]["ns-2"]
     res = CliRunner().invoke(cli, ["reproduce", "--claims", str(tmp_path)])
     assert res.exit_code == 0 and len(res.output.splitlines()) == 26
     assert "claim 16 [wu-nikolaidis-2002-lifetime-rtt-classification.txt:29]: does not hold" \

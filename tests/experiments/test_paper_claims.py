@@ -64,10 +64,6 @@ FAILING = {
          "4-packet class buffers (the paper states the 24-packet buffer for Fig. 1 only; the 1/N "
          "split is ours) and their 2-3 packet windows time out. No ns-2 run: ns-2 has no "
          "lifetime/RTT classifier"),
-    19: ("MIX-RED's response time grows 3.17 -> 12.9 s from 1 to 8 long flows per class while "
-         "DAS's moves 3.35 -> 3.6 s, as the paper says; the test's first point has no long flow "
-         "at all (idle link, 37 % utilization, DAS 1.36 s), so last/first = 2.69. No ns-2 run: "
-         "ns-2 has no DAS"),
     20: ("MIX-DT falls by 0.153 and RTT-DT moves -0.042 with the RTT ratio, as the paper says, "
          "but SIX-DT rises by 0.059 (0.85 at RTT ratio 1, 0.94 / 0.94 / 0.94 / 0.91 at 2-5; 24 "
          "runs per point): at ratio 1 both class bounds sit at 100 ms, so the +-10 % RTT "
