@@ -40,3 +40,16 @@ def test_seeded_determinism():
     a = simulate(30, replications=2, seed=7)
     b = simulate(30, replications=2, seed=7)
     np.testing.assert_array_equal(a, b)
+
+
+def test_steady_state_start_congests_only_near_capacity():
+    # γ = 466.7 packets per τ against λτM = 10 M offered: from the uncongested steady state
+    # (window 20, no backlog) 38 clients (380 ± 19.5 per τ) never exceed γ and stay Poisson-like;
+    # a start at window 1 flushes every client's start-up backlog at once (Σ Y > γ at step 12)
+    # and eq. (4) then holds 38 clients in a synchronised halving cycle (FT:190: the model is of
+    # the steady state, all connections in congestion avoidance)
+    assert predicted_cov(38, replications=4) == pytest.approx(poisson_cov(38), rel=0.1)
+    assert predicted_cov(38, RenoCovParams(initial_window=1.0), replications=4) > 3 * poisson_cov(38)
+    # at 50 clients (500 offered per τ > γ) both starts reach the same cycle
+    assert predicted_cov(50, replications=4) == pytest.approx(
+        predicted_cov(50, RenoCovParams(initial_window=1.0), replications=4), rel=0.1)
