@@ -301,5 +301,7 @@ def model(spec, out_dir, *, quick=False, executor="local", workers=None, schedul
     ]
     return {"figures": [figure], "tables": {"model": table}, "comparison": comparison,
             "text": (f"Model: γ = {params.gamma:.1f} packets per τ = {params.tau} s, window ≤ "
-                     f"{params.max_window}; {int(exp.get('model_replications', 8))} model "
+                     f"{params.max_window}, starting at it with no backlog (the uncongested "
+                     "steady state: the paper models 'the steady state', FT:190); "
+                     f"{int(exp.get('model_replications', 8))} model "
                      f"replications; simulation {_duration(exp, quick)} s per point.")}
