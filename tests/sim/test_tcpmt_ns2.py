@@ -25,6 +25,13 @@
    carries 3.83 Mb/s and ours 5.12 (alpha = 1.05: a few huge files decide the load of one path;
    at alpha = 1.95, test 1, the two agree). In both, aggressiveness costs timeouts (x1.6, x1.8)
    and theta = 4 is no peak.
+4. Fig. 12's static-A sweep (claim 25, PT:310 "unimodal ... A* = 6") with Reno in place of TCP Rate
+   (ns-2 has no TCP Rate): linear schedule (xi = A at level 1 down to 1 at level 8), CA coupling,
+   the same calibrated alpha = 1.05 background, 10,000 s, seed 1. A = 1 / 2 / 4 / 6 / 8 / 10:
+   ns-2 6.72 / 6.78 / 6.75 / 6.41 / 6.55 / 6.50 Mb/s, 1554 / 1824 / 2221 / 2786 / 2816 / 3019
+   timeouts; ours 4.83 / 4.95 / 5.01 / 4.96 / 4.92 / 4.84 Mb/s, 3058 / 3486 / 4262 / 4866 / 5277 /
+   5736 timeouts. In both the best static A gains little over A = 1 (ns-2 +0.8 %, ours +3.6 %), A = 6
+   is no peak, and timeouts nearly double from A = 1 to 10 (x1.94, x1.88).
 """
 import shutil
 import subprocess
@@ -117,3 +124,30 @@ def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
         assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
         tp = [r["throughput_bps"] for r in runs]
         assert tp[1] <= 1.01 * max(tp[0], tp[2]), runs
+
+
+@pytest.mark.slow
+def test_fig12_static_A_no_peak_at_6_in_ns2_and_ours():
+    """Fig. 12's static A sweep (Reno, linear schedule, CA coupling): in both simulators timeouts grow
+    1.5x or more from A = 1 to 10, the best A gains under 5 % over A = 1, and A = 6 is no peak (not
+    1 % above every other A, the shape rule's noise)."""
+    spec12 = tomllib.loads((REPLAYS / "tcpmt_fig12.toml").read_text())
+    base12 = setup.scenario_base(spec12)
+    cal = calibration.calibrate(base12, [(1.05, 5e6)], seed=1, duration=10000.0,
+                                ex=batch.executor(workers=2))[(1.05, 5e6)]
+    a_values = (1, 2, 4, 6, 8, 10)
+    ref = [ns2(duration=10000, seed=1, bg_k=cal.k, bg_idle=cal.idle, bg_alpha=cal.alpha, ssc=1,
+               schedule="linear", A=a) for a in a_values]
+    spec = {"experiment": {"ssc": {"schedule": "linear", "metacontrol": False, "period": 2.0,
+                                   "levels": 8}}}
+    got = []
+    for a in a_values:
+        r = batch.simulate(setup.variant(base12, duration=10000.0, seed=1, background=cal, cc="reno",
+                                         hook=setup.hook(spec, A=float(a), couple="ca")))
+        got.append({"throughput_bps": measures.reliable(r), "timeouts": r["measured"][0]["timeouts"]})
+    for runs in (ref, got):
+        assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
+        tp = [r["throughput_bps"] for r in runs]
+        assert max(tp) <= 1.05 * tp[0], runs
+        at6 = a_values.index(6)
+        assert tp[at6] <= 1.01 * max(t for i, t in enumerate(tp) if i != at6), runs

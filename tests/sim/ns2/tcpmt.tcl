@@ -5,13 +5,15 @@
 # measured connection runs SSC's threshold schedule, written here in Tcl as sim/ssc.pxi computes it:
 # every `period` s the bits it sent (ndatabytes_) map to a contention level (quantile edges of all
 # blocks so far, level h below the first edge), CondProb counts the transition, L2hat = E[L2 | L1]
-# (L1 itself for an empty row), and increase_num_ (TCP-MT's xi) = A if L2hat <= theta else 1.
+# (L1 itself for an empty row), and increase_num_ (TCP-MT's xi) = A if L2hat <= theta else 1
+# (schedule threshold), or (A - 1) / (h - 1) * (h - L2hat) + 1 (schedule linear: A at level 1,
+# 1 at level h).
 # Usage: ns tcpmt.tcl key=value ...   Prints "key value" lines.
 array set P {
   duration 1000 seed 1 clients 32 flavor Reno
   bg_k 252 bg_alpha 1.05 bg_idle 0.16
   rate 10Mb delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
-  ssc 0 theta 4 A 4 period 2.0 levels 8 measured 1
+  ssc 0 schedule threshold theta 4 A 4 period 2.0 levels 8 measured 1
 }
 # ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
 # windowInit_ 1, minrto_ 0, and syn_ and delay_growth_ false (common.tcl's defaults; both became
@@ -121,7 +123,12 @@ proc ssc_block {} {
     for {set b 1} {$b <= $P(levels)} {incr b} { set s [expr {$s + $b * $cond($l1,$b)}] }
     set l2 [expr {$s / $rowsum($l1)}]
   }
-  $tcp set increase_num_ [expr {$l2 <= $P(theta) ? $P(A) : 1.0}]
+  if {$P(schedule) eq "linear"} {
+    set xi [expr {($P(A) - 1.0) / ($P(levels) - 1) * ($P(levels) - $l2) + 1.0}]
+  } else {
+    set xi [expr {$l2 <= $P(theta) ? $P(A) : 1.0}]
+  }
+  $tcp set increase_num_ $xi
   $ns at [expr {[$ns now] + $P(period)}] "ssc_block"
 }
 if {$P(ssc)} { $ns at $P(period) "ssc_block" }

@@ -36,7 +36,7 @@ def _control(scenarios, runs, ex, label):
 
 def sweep(spec, quick, ex, label, axis, modes):
     """Runs over flavors x ``axis`` values ("rtt" or "alpha") x seeds x modes; a per-run frame and
-    the per-(flavor, value, mode) sums and mean tracking."""
+    the per-(flavor, value, mode) means over the seeds (throughput in b/s, tracking)."""
     exp, base = _exp(spec), setup.scenario_base(spec)
     dur = batch.duration(spec, quick)
     flavors = list(exp.get("flavors", ["reno", "vegas", "rate"]))
@@ -79,7 +79,7 @@ def sweep(spec, quick, ex, label, axis, modes):
              **measures.per_run(r)}
             for (fl, v, seed, mode), r, x in zip(cells, runs, xis)]
     df = pl.DataFrame(rows)
-    agg = (df.group_by("flavor", axis, "mode").agg(pl.col("throughput_bps").sum(), pl.col("tracking").mean())
+    agg = (df.group_by("flavor", axis, "mode").agg(pl.col("throughput_bps").mean(), pl.col("tracking").mean())
            .pivot(on="mode", index=["flavor", axis], values=["throughput_bps", "tracking"])
            .sort("flavor", axis))
     for m in modes:
