@@ -8,11 +8,13 @@
 # (L1 itself for an empty row), and increase_num_ (TCP-MT's xi) = A if L2hat <= theta else 1
 # (schedule threshold), or (A - 1) / (h - 1) * (h - L2hat) + 1 (schedule linear: A at level 1,
 # 1 at level h).
+# measured=n runs n infinite sources (SSC drives the first); brate is the rate of the g1-g2
+# bottleneck and of g2-r1 (Table III: 20 Mb/s), rate that of every other link.
 # Usage: ns tcpmt.tcl key=value ...   Prints "key value" lines.
 array set P {
   duration 1000 seed 1 clients 32 flavor Reno
   bg_k 252 bg_alpha 1.05 bg_idle 0.16
-  rate 10Mb delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
+  rate 10Mb brate {} delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
   ssc 0 schedule threshold theta 4 A 4 period 2.0 levels 8 measured 1
 }
 # ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
@@ -26,16 +28,17 @@ Agent/TCP set maxrto_ 100000
 Agent/TCP set precisionReduce_ false
 Agent/TCP set exitFastRetrans_ false
 
+if {$P(brate) eq ""} { set P(brate) $P(rate) }
 set g1 [$ns node]
 set g2 [$ns node]
-$ns simplex-link $g1 $g2 $P(rate) $P(delay) DropTail
-$ns simplex-link $g2 $g1 $P(rate) $P(delay) DropTail
+$ns simplex-link $g1 $g2 $P(brate) $P(delay) DropTail
+$ns simplex-link $g2 $g1 $P(brate) $P(delay) DropTail
 $ns queue-limit $g1 $g2 $P(limit)
 $ns queue-limit $g2 $g1 $P(limit)
 set r0 [$ns node]
 set r1 [$ns node]
-foreach r [list $r0 $r1] {
-  $ns duplex-link $g2 $r $P(rate) $P(delay) DropTail
+foreach r [list $r0 $r1] brate [list $P(rate) $P(brate)] {
+  $ns duplex-link $g2 $r $brate $P(delay) DropTail
   $ns queue-limit $g2 $r 1000
   $ns queue-limit $r $g2 1000
 }
@@ -69,19 +72,22 @@ for {set i 0} {$i < $P(clients)} {incr i} {
   $ns at 0.0 "idle $i"
 }
 
-# ---- the measured infinite source ----
-set m [$ns node]
-$ns duplex-link $m $g1 $P(rate) $P(delay) DropTail
-$ns queue-limit $m $g1 1000
-$ns queue-limit $g1 $m 1000
-set tcp [new $agent($P(flavor))]
-set sink [new Agent/TCPSink]
-$ns attach-agent $m $tcp
-$ns attach-agent $r1 $sink
-$ns connect $tcp $sink
-set ftp [new Application/FTP]
-$ftp attach-agent $tcp
-if {$P(measured)} { $ns at 0.0 "$ftp start" }
+# ---- the measured infinite sources ----
+for {set j 0} {$j < $P(measured)} {incr j} {
+  set m($j) [$ns node]
+  $ns duplex-link $m($j) $g1 $P(rate) $P(delay) DropTail
+  $ns queue-limit $m($j) $g1 1000
+  $ns queue-limit $g1 $m($j) 1000
+  set mtcp($j) [new $agent($P(flavor))]
+  set sink($j) [new Agent/TCPSink]
+  $ns attach-agent $m($j) $mtcp($j)
+  $ns attach-agent $r1 $sink($j)
+  $ns connect $mtcp($j) $sink($j)
+  set ftp($j) [new Application/FTP]
+  $ftp($j) attach-agent $mtcp($j)
+  $ns at 0.0 "$ftp($j) start"
+}
+if {$P(measured)} { set tcp $mtcp(0) }
 
 # ---- SSC (threshold schedule) ----
 set seen {}
@@ -136,13 +142,20 @@ if {$P(ssc)} { $ns at $P(period) "ssc_block" }
 set qmon [$ns monitor-queue $g1 $g2 ""]
 set bgmon [$ns monitor-queue $g2 $r0 ""]
 proc finish {} {
-  global qmon bgmon tcp P
+  global qmon bgmon mtcp P
   set arr [$qmon set parrivals_]
   # data packets are all pkt + 40 bytes (ns-2 sends whole segments); byte counters overflow
-  puts "link_utilization [expr {8.0 * [$qmon set pdepartures_] * ($P(pkt) + 40) / $P(duration) / [bw_parse $P(rate)]}]"
+  puts "link_utilization [expr {8.0 * [$qmon set pdepartures_] * ($P(pkt) + 40) / $P(duration) / [bw_parse $P(brate)]}]"
   puts "loss_rate [expr {$arr > 0 ? double([$qmon set pdrops_]) / $arr : 0.0}]"
-  puts "throughput_bps [expr {8.0 * ([$tcp set ack_] + 1) * $P(pkt) / $P(duration)}]"
-  puts "timeouts [$tcp set nrexmit_]"
+  if {$P(measured)} {
+    puts "throughput_bps [expr {8.0 * ([$mtcp(0) set ack_] + 1) * $P(pkt) / $P(duration)}]"
+    puts "timeouts [$mtcp(0) set nrexmit_]"
+  }
+  set total 0.0
+  for {set j 0} {$j < $P(measured)} {incr j} {
+    set total [expr {$total + 8.0 * ([$mtcp($j) set ack_] + 1) * $P(pkt) / $P(duration)}]
+  }
+  puts "total_bps $total"
   puts "background_bps [expr {8.0 * [$bgmon set pdepartures_] * ($P(pkt) + 40) / $P(duration)}]"
   exit 0
 }
