@@ -118,6 +118,9 @@ def test_memory_limit_is_one_line_naming_what_ran_out(name, limit_mib, capture, 
     args, typed = WRITERS[name](capture, "out")
     proc = traceflow(*args, cwd=tmp_path, limits=[(resource.RLIMIT_AS, limit_mib << 20)],
                      timeout=120)
+    if proc.returncode == 0 and limit_mib >= 800:
+        # streamed `flows` (issue 17) peaks near its 800 MiB address-space mark: it may now fit
+        pytest.skip(f"{name} completed within {limit_mib} MiB: no memory error to check")
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
