@@ -13,6 +13,8 @@ from testbed_checks import (SIDES, flows_of_transfers, require_testbed, rtt_clas
 
 from traceflow.testbed import Params
 
+pytestmark = pytest.mark.exclusive
+
 
 @pytest.fixture(scope="module")
 def run20(tmp_path_factory):

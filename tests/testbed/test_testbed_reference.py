@@ -46,6 +46,7 @@ def test_reference_run_rtt_classes(name, side):
         assert closest == pytest.approx(truth, rel=0.10), (configured, truth, medians)
 
 
+@pytest.mark.exclusive
 def test_relay_accuracy_with_both_cores_busy(tmp_path):
     require_testbed()
     burn = "import time\nt = time.time() + 40\nwhile time.time() < t: pass"

@@ -15,11 +15,14 @@ pytest-xdist worker's load comes in bursts: 6 of 113 samples late, up to 13.5 ms
 run). Two misses in a row fail.
 """
 import polars as pl
+import pytest
 from testbed_checks import (SIDES, assert_within_tolerance, cli_json, ground_truth,
                             require_testbed, run_alone)
 
 from traceflow.testbed import Params
 from traceflow.testbed.transit import router_transit
+
+pytestmark = pytest.mark.exclusive
 
 RTTS = (0.010, 0.060, 0.180)
 

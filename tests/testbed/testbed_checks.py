@@ -6,12 +6,12 @@ each packet met, measured by :func:`traceflow.testbed.transit.router_transit`).
 """
 import fcntl
 import json
-import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import CPU_LOCK
 
 from traceflow.cli.main import cli
 from traceflow.errors import TraceflowError
@@ -33,12 +33,13 @@ def assert_within_tolerance(error):
 
 
 def run_alone(params, out):
-    """``run_testbed(params, out)``, one at a time across pytest-xdist workers: two testbeds at
-    once on two cores hold each other's relays off the CPU, which is not what a test measures."""
+    """``run_testbed(params, out)`` with no other test running on any pytest-xdist worker
+    (conftest.CPU_LOCK; the calling test must be marked ``exclusive``): another test's work
+    holds the relay off the CPU, which is not what a test measures."""
     from traceflow.testbed import run_testbed
 
-    with open(Path(tempfile.gettempdir()) / "traceflow-testbed-tests.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with open(CPU_LOCK, "a+") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
         return run_testbed(params, out)
 
 
