@@ -1,10 +1,10 @@
 # ns-2 referee for Kalantari & Shayman, section VI: on/off TCP sources in groups (aggregates,
 # flow id = group index) over the chain S_i -> R1 -> R2 -> dst, mirrored by replays/capm_*.toml.
 # Each source is one FTP on a TCP agent, started for a random on time and stopped for a random
-# idle time. restart=0 keeps one agent per source (window and RTT estimate carry over, as
-# traceflow's keep_window hook); restart=1 gives each on period a fresh agent pair (a new TCP
-# flow: slow start, initial RTO; the previous one finishes what it had sent, as traceflow's
-# OnOffApp closing a connection).
+# idle time. restart=0 keeps one agent per source (window and RTT estimate carry over; after an
+# idle RTO the window restarts from one segment: traceflow's persistent on/off sources);
+# restart=1 gives each on period a fresh agent pair (a new TCP flow: slow start, initial RTO;
+# the previous one finishes what it had sent, where traceflow's source waits for it).
 # Usage: ns capm.tcl key=value ...  groups="n1 on_lo on_hi off_lo off_hi n2 ..."
 #
 # CAPM perturbation (eq. 3): router k (1 = R1 on R1->R2, 2 = R2 on R2->dst) drops amp<k>
@@ -164,8 +164,10 @@ if {$P(series) != ""} {
     set sfile($name) [open $P(series).$name w]
     set last($name) [arrivals $name]
   }
+  set nbins 0
   proc sample {} {
-    global ns P sfile last
+    global ns P sfile last nbins
+    incr nbins
     foreach name {R1 R2} {
       set now [arrivals $name]
       set line {}
@@ -197,6 +199,8 @@ proc finish {} {
   foreach k {1 2} {
     if {[info exists pert($k)]} { puts "pert_drops$k [$pert($k) set npkts_]" }
   }
+  # the bin ending at the finish time, when finish ran before its sample
+  if {[info exists sfile] && $::nbins < round($P(duration) / $P(bin))} { sample }
   foreach name [array names sfile] { close $sfile($name) }
   exit 0
 }
