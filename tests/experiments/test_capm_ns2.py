@@ -7,7 +7,7 @@ aggregate's arrivals per bin; traceflow's own matched filter (eq. 13) turns them
 K is compared within three standard errors of the difference, the standard errors from the
 spread of the per-test outputs y/A over seeds and code periods (one test = one 32 s period);
 rates within 10 %, rate decreases within 10 percentage points (the spread between seeds 1 and 2
-is 1-4 points). ns-2's periodic dropper waits for a packet of the aggregate after each period,
+is up to 6 points). ns-2's periodic dropper waits for a packet of the aggregate after each period,
 so it applies fewer drops than asked (19.0 of 20 drops/s); its K divides by the drops it applied.
 
 Measured (seeds 1, 2): Fig. 6's sources (50, on U[0, 0.15] s) at A = 20 drops/s on R1:
@@ -116,6 +116,11 @@ def test_fig6_sources_and_k_match_ns2(tmp_path):
     assert ns2_run(spec, groups, tmp_path, periods=1, a1=160.0, a2=160.0)["rate"][0] < 0.1 * ns
 
 
+def _decrease(runs, demand):
+    """Rate decrease per aggregate, % of demand, of the mean rate over ``runs``."""
+    return 100 * (1 - np.mean([r["rate"] for r in runs], axis=0) / demand)
+
+
 def test_fairness_experiment_matches_ns2(tmp_path):
     """Claims 11-13: K1, K2, the demands, the doubled sources under DropTail and under the
     K-based drop probabilities (eqs. 16-17 from each simulator's own K and demands)."""
@@ -127,8 +132,9 @@ def test_fairness_experiment_matches_ns2(tmp_path):
             "ns2": lambda **kw: ns2_run(spec, tmp_path=tmp_path, **kw)}
     res = {}
     for name, run in sims.items():
-        k_runs = {agg: [run(groups=groups, seed=s, a1=A, **{("aggregate1" if name == "ours" else "agg1"): agg})
-                        for s in SEEDS] for agg in (0, 1)}
+        tested = "aggregate1" if name == "ours" else "agg1"
+        k_runs = {agg: [run(groups=groups, seed=s, a1=A, **{tested: agg}) for s in SEEDS]
+                  for agg in (0, 1)}
         amp_key = None if name == "ours" else "A1"
         k = [k_tests(k_runs[agg], amp_key) for agg in (0, 1)]
         demand = 2 * np.mean([r["rate"] for agg in (0, 1) for r in k_runs[agg]], axis=0)
@@ -136,8 +142,8 @@ def test_fairness_experiment_matches_ns2(tmp_path):
         loss = float(np.mean([r["loss"] for r in dt]))
         probs = fair_drop_probabilities([x.mean() for x in k], demand, loss)
         fair = [run(groups=doubled, seed=s, periods=1, probabilities=probs) for s in SEEDS]
-        dec = lambda runs: 100 * (1 - np.mean([r["rate"] for r in runs], axis=0) / demand)  # noqa: E731
-        res[name] = {"k": k, "demand": demand, "loss": loss, "dt": dec(dt), "fair": dec(fair)}
+        res[name] = {"k": k, "demand": demand, "loss": loss, "dt": _decrease(dt, demand),
+                     "fair": _decrease(fair, demand)}
     ours, ns = res["ours"], res["ns2"]
     for agg in (0, 1):
         assert_k_agree(ours["k"][agg], ns["k"][agg])
