@@ -16,10 +16,6 @@ Queue kinds registered here (``queue = {kind = ..., ...}`` on any link):
   from :func:`traceflow.models.capm.fair_drop_probabilities`) in front of ``inner``.  Aggregates are the
   traffic groups' ``cls`` tags.
 
-Sender hook registered here: ``keep_window`` (``tcp = {hook = {kind = "keep_window"}}``) carries
-cwnd/ssthresh over between the connections of an on/off source, like ns-2's FTP start/stop on one
-TCP agent (the perturbation paper's sources).
-
 Units: seconds, packets, drops per second; rates of the link from the scenario.
 """
 from __future__ import annotations
@@ -30,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceflow.errors import ScenarioError
-from traceflow.sim.scenario import DropTailParams, QueueSpec, meta, register_hook, register_queue
+from traceflow.sim.scenario import DropTailParams, QueueSpec, meta, register_queue
 
 # The paper's eight schemes: (lifetime classes, RTT classes, per-class discipline)
 PRESETS = {
@@ -222,18 +218,6 @@ def rtt_bounds_from_spectrum(rtts_s, n_classes=3, *, seed=0):
     return [float(10 ** ((a + b) / 2)) for a, b in zip(centres[:-1], centres[1:])]
 
 
-@dataclass
-class KeepWindowParams:
-    """No parameters."""
-
-
-def build_keep_window(params, ctx):
-    from traceflow.sim import _sim
-
-    return _sim.KeepWindow()
-
-
 register_queue("classful", ClassfulParams, build_classful)
 register_queue("fairshare", FairShareParams, build_fairshare)
 register_queue("perturb", PerturbParams, build_perturb)
-register_hook("keep_window", KeepWindowParams, build_keep_window)

@@ -292,6 +292,7 @@ class Built:
             app = _sim.OnOffApp()
             app.on_lo, app.on_hi = _ns(g.on[0]), _ns(g.on[1])
             app.off_lo, app.off_hi = _ns(g.off[0]), _ns(g.off[1])
+            app.persistent = g.persistent
         else:
             m = rows.members[i]
             app = _sim.SessionApp() if rows.sessions else _sim.ScheduledApp()

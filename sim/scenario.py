@@ -147,6 +147,9 @@ class Traffic:
     rate: float = _meta(100.0, gt=0, doc="poisson: packets per second per flow")
     on: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform on period [lo, hi], s")
     off: list[float] = _meta(factory=lambda: [1.0, 1.0], doc="onoff: uniform idle [lo, hi], s")
+    persistent: bool = _meta(False, doc="onoff: one TCP connection for all on periods, the off "
+                                        "period only stops releasing data (ns-2 FTP start/stop "
+                                        "on one agent); false: a new connection per on period")
     table: str = _meta("", doc="trace: Parquet/CSV flows table (start, size; optional rtt, request, server_share)")
     rtt_measured: bool = _meta(False, doc="trace: the table's rtt is a measured handshake RTT, "
                                           "which holds the handshake packets' transmission times "

@@ -141,6 +141,7 @@ cdef class TcpSender(Agent):
     cdef int64_t syn_ts
     cdef int32_t syn_tries                      # SYN / SYN-ACK timeouts of this handshake
     cdef int64_t ts_recent                      # creation time of the last ACK received (ns, 0: none)
+    cdef readonly int64_t last_ack_t            # when the last ACK arrived (ns)
     cdef int64_t rtt_seq, rtt_ts                # segment being timed (-1: none), its send time
     cdef bint syn_retx
     cdef Py_ssize_t xfer                        # row in sim.transfers, -1 if none
@@ -716,6 +717,7 @@ cdef class TcpSender(Agent):
             pkt_free(p)
             return 0
         self.ts_recent = p.t_created
+        self.last_ack_t = now
         if self.reqmode:
             self._server_recv(p, now)
         elif self.state == TCP_SYN_SENT:

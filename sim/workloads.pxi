@@ -164,7 +164,14 @@ cdef class PoissonApp(App):
 
 
 cdef class OnOffApp(App):
+    """Alternating on and off periods (uniform lengths). TCP: a new connection per on period,
+    or with ``persistent`` one connection throughout whose off periods only stop the release of
+    new data (ns-2's FTP stop: ``advance`` to the highest segment sent; start: unlimited again)."""
     cdef public int64_t on_lo, on_hi, off_lo, off_hi   # ns, uniform on [lo, hi]
+    cdef public bint persistent
+
+    cdef inline bint _open(self) noexcept:
+        return self.tcp.state != TCP_IDLE and self.tcp.n_seg == INFINITE_SEGS
 
     cdef inline int64_t _uniform(self, int64_t lo, int64_t hi) noexcept:
         return lo + <int64_t>(rng_uniform(&self.rng) * (hi - lo))
@@ -173,14 +180,30 @@ cdef class OnOffApp(App):
         if kind == APP_EV_START or kind == APP_EV_REQUEST:
             self.requests += 1
             if self.tcp is not None:
-                self.tcp.start_transfer(-1, now)
+                if self.persistent and self._open():
+                    if (self.tcp.snd_una >= self.tcp.snd_max
+                            and now - self.tcp.last_ack_t >= self.tcp._rto_value()):
+                        # ns-2 (tcp.cc timeout(), slow_start_restart_, restart_bugfix_): the
+                        # retransmission timer armed by the last ACK expires with nothing
+                        # outstanding and sets cwnd to one segment, ssthresh kept
+                        self.tcp.cwnd = self.tcp.init_cwnd
+                    self.tcp.app_limit(INFINITE_SEGS, now)
+                else:
+                    self.tcp.start_transfer(-1, now)
             else:
                 self.udp.set_greedy(True)
                 self.udp._kick(now)
             self.sim.schedule(now + self._uniform(self.on_lo, self.on_hi), self, APP_EV_OFF,
                               NULL, 0)
         elif kind == APP_EV_OFF:
-            if self.tcp is not None:
+            if self.tcp is not None and self.persistent and self._open():
+                self.tcp.app_limit(max(self.tcp.snd_max, self.tcp.snd_una), now)
+            elif self.tcp is not None:
+                # A flow still queued behind the source's previous one (not yet all acked) never
+                # started, and its on period is over: drop it. Left queued, it would start later
+                # and send until the next on period's end, keeping the source on through its off
+                # time (50 sources with 0-0.15 s on periods then sent 2.2x ns-2's FTP start/stop).
+                self.tcp.pending = [x for x in self.tcp.pending if x[0] >= 0]
                 self.tcp.app_close(now)
             else:
                 self.udp.set_greedy(False)

@@ -78,6 +78,7 @@ def scenario(spec, *, groups, a1=0.0, a2=0.0, aggregate1=-1, aggregate2=-1, prob
     for k, (count, on, off) in enumerate(groups):
         traffic.append({"kind": "onoff", "src": [f"h{i}" for i in range(first, first + count)],
                         "dst": "dst", "cls": k, "on": list(on), "off": list(off),
+                        "persistent": bool(exp.get("persistent", False)),
                         "start_spread": 0.3})
         first += count
     sc["traffic"] = traffic
