@@ -45,9 +45,11 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from traceflow.experiments.tcpmt import batch, calibration, measures, setup
+from traceflow.experiments.tcpmt import claims as tcpmt_claims
 
 TCL = Path(__file__).with_name("ns2") / "tcpmt.tcl"
 REPLAYS = Path(__file__).resolve().parents[2] / "replays"
@@ -179,3 +181,63 @@ def test_table3_reno_total_rises_with_n_in_ns2_and_ours():
     for totals in (ref, got):
         assert all(b > a for a, b in zip(totals, totals[1:])), totals
     assert got == pytest.approx(ref, rel=0.10), (got, ref)
+
+
+def same_files(scenario, tmp, **params):
+    """(ours, ns-2) on ``scenario`` (one measured connection), ns-2's background clients sending
+    the files ours requested, in the same order (200 more each, drawn from them, in case ns-2's
+    clients ask for more); ``params``: tcpmt.tcl's parameters of the same set-up."""
+    r = batch.simulate(scenario, sizes=True)
+    drawn = np.concatenate([np.asarray(s) for s in r["sizes"] if s])
+    rng = np.random.default_rng(1)
+    for i, sizes in enumerate(r["sizes"]):
+        (tmp / f"client{i}.txt").write_text("\n".join(str(int(v)) for v in
+                                                     [*sizes, *rng.choice(drawn, 200)]))
+    ref = ns2(sizes_dir=tmp, **params)
+    got = {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
+           "timeouts": r["measured"][0]["timeouts"],
+           "tracking": tcpmt_claims.tracking(r["series"], 2.0, setup.MEASURED_LINK,
+                                             setup.BACKGROUND_LINK)}
+    return got, ref
+
+
+@pytest.mark.slow
+def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
+    """Figs. 8-9's set-up (claims 23-24) with Reno, on the same background files in both
+    simulators: TCP-MT as a static linear schedule (A = 6, the paper's A*, CA coupling; ns-2 has
+    neither TCP Rate nor the metacontrol), alpha = 1.05 background calibrated to 5 Mb/s, 3000 s,
+    seed 1, RTT 30 and 450 ms. In both, tracking weakens as the RTT grows (PT:259), SSC moves it
+    toward -1 at 450 ms, and the gain grows with the RTT (PT:274): measured, plain / SSC,
+    30 ms: ns-2 6.44 / 6.18 Mb/s, tracking -0.963 / -0.961, ours 6.08 / 6.29, -0.900 / -0.895;
+    450 ms: ns-2 0.509 / 0.569, -0.750 / -0.796, ours 0.454 / 0.540, -0.723 / -0.800 (gain
+    ns-2 -4.0 % -> +12.0 %, ours +3.4 % -> +18.9 %)."""
+    spec9 = tomllib.loads((REPLAYS / "tcpmt_fig9.toml").read_text())
+    base9 = setup.scenario_base(spec9)
+    cal = calibration.calibrate(base9, [(1.05, 5e6)], seed=1, duration=3000.0,
+                                ex=batch.executor(workers=2))[(1.05, 5e6)]
+    spec = {"experiment": {"ssc": {"schedule": "linear", "metacontrol": False, "period": 2.0,
+                                   "levels": 8}}}
+    runs = {}
+    for rtt in (0.03, 0.45):
+        for mode, hook, extra in (("tcp", setup.OFF, {}),
+                                  ("ssc", setup.hook(spec, A=6.0, couple="ca"),
+                                   {"ssc": 1, "schedule": "linear", "A": 6})):
+            tmp = tmp_path / f"{rtt}-{mode}"
+            tmp.mkdir()
+            sc = setup.variant(base9, duration=3000.0, seed=1, background=cal, cc="reno", rtt=rtt,
+                               hook=hook)
+            runs[rtt, mode] = same_files(sc, tmp, duration=3000, seed=1, bg_k=cal.k,
+                                         bg_idle=cal.idle, bg_alpha=cal.alpha, rtt=rtt, **extra)
+    print({k: v for k, v in runs.items()})
+    for side in (0, 1):                                       # 0: ours, 1: ns-2
+        r = {k: v[side] for k, v in runs.items()}
+        assert r[0.45, "tcp"]["tracking"] >= r[0.03, "tcp"]["tracking"] + 0.1, r
+        assert r[0.45, "ssc"]["tracking"] < r[0.45, "tcp"]["tracking"], r
+        gain = {rtt: r[rtt, "ssc"]["throughput_bps"] / r[rtt, "tcp"]["throughput_bps"] - 1
+                for rtt in (0.03, 0.45)}
+        assert gain[0.45] >= gain[0.03] + 0.05, gain
+    for (rtt, mode), (got, ref) in runs.items():
+        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.1), (rtt, mode, got, ref)
+        if mode == "tcp":     # the same files: the same background load and measured throughput
+            assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (got, ref)
+            assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (got, ref)

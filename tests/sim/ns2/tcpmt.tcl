@@ -9,13 +9,20 @@
 # (schedule threshold), or (A - 1) / (h - 1) * (h - L2hat) + 1 (schedule linear: A at level 1,
 # 1 at level h).
 # measured=n runs n infinite sources (SSC drives the first); brate is the rate of the g1-g2
-# bottleneck and of g2-r1 (Table III: 20 Mb/s), rate that of every other link.
+# bottleneck and of g2-r1 (Table III: 20 Mb/s), rate that of every other link. rtt is the measured
+# connections' propagation RTT (Figs. 8-9; default: the three 5 ms hops, 30 ms): their access link
+# takes the extra delay, as traceflow's extra_delay (tcpmt/setup.py variant). tracking is the
+# correlation, over `period` blocks (the first dropped), of the measured and the background bytes
+# leaving the bottleneck router g2 (PT:259; tcpmt/claims.py tracking). With sizes_dir, client i
+# sends the file sizes of sizes_dir/client<i>.txt (bytes, one per line) in order instead of
+# drawing them: at alpha = 1.05 a few huge files decide a sample path's load, so the two
+# simulators compare only on the same files.
 # Usage: ns tcpmt.tcl key=value ...   Prints "key value" lines.
 array set P {
   duration 1000 seed 1 clients 32 flavor Reno
   bg_k 252 bg_alpha 1.05 bg_idle 0.16
   rate 10Mb brate {} delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
-  ssc 0 schedule threshold theta 4 A 4 period 2.0 levels 8 measured 1
+  ssc 0 schedule threshold theta 4 A 4 period 2.0 levels 8 measured 1 rtt {} sizes_dir {}
 }
 # ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
 # windowInit_ 1, minrto_ 0, and syn_ and delay_growth_ false (common.tcl's defaults; both became
@@ -51,8 +58,13 @@ proc idle {i} {
   $ns at [expr {[$ns now] + [$rng exponential $P(bg_idle)]}] "request $i"
 }
 proc request {i} {
-  global bg bgsink rng P
-  set bytes [expr {floor($P(bg_k) * pow([$rng uniform 0 1], -1.0 / $P(bg_alpha)) + 0.5)}]
+  global bg bgsink rng P sizes next
+  if {$P(sizes_dir) ne ""} {
+    set bytes [lindex $sizes($i) $next($i)]
+    incr next($i)
+  } else {
+    set bytes [expr {floor($P(bg_k) * pow([$rng uniform 0 1], -1.0 / $P(bg_alpha)) + 0.5)}]
+  }
   if {$bytes < 1} { set bytes 1 }
   $bg($i) reset
   $bgsink($i) reset
@@ -69,13 +81,21 @@ for {set i 0} {$i < $P(clients)} {incr i} {
   $ns attach-agent $r0 $bgsink($i)
   $ns connect $bg($i) $bgsink($i)
   $bg($i) proc done {} "idle $i"
+  if {$P(sizes_dir) ne ""} {
+    set f [open [file join $P(sizes_dir) client$i.txt]]
+    set sizes($i) [split [string trim [read $f]] "\n"]
+    close $f
+    set next($i) 0
+  }
   $ns at 0.0 "idle $i"
 }
 
 # ---- the measured infinite sources ----
+set mdelay [time_parse $P(delay)]
+if {$P(rtt) ne ""} { set mdelay [expr {$mdelay + max(0.0, ($P(rtt) - 6 * $mdelay) / 2)}] }
 for {set j 0} {$j < $P(measured)} {incr j} {
   set m($j) [$ns node]
-  $ns duplex-link $m($j) $g1 $P(rate) $P(delay) DropTail
+  $ns duplex-link $m($j) $g1 $P(rate) $mdelay DropTail
   $ns queue-limit $m($j) $g1 1000
   $ns queue-limit $g1 $m($j) 1000
   set mtcp($j) [new $agent($P(flavor))]
@@ -141,8 +161,36 @@ if {$P(ssc)} { $ns at $P(period) "ssc_block" }
 
 set qmon [$ns monitor-queue $g1 $g2 ""]
 set bgmon [$ns monitor-queue $g2 $r0 ""]
+set mmon [$ns monitor-queue $g2 $r1 ""]
+set blocks {}
+set last_m 0
+set last_b 0
+proc track_block {} {
+  global ns mmon bgmon P blocks last_m last_b
+  set dm [$mmon set pdepartures_]
+  set db [$bgmon set pdepartures_]
+  lappend blocks [list [expr {$dm - $last_m}] [expr {$db - $last_b}]]
+  set last_m $dm
+  set last_b $db
+  $ns at [expr {[$ns now] + $P(period)}] "track_block"
+}
+$ns at $P(period) "track_block"
+proc correlation {pairs} {
+  set n [llength $pairs]
+  if {$n < 4} { return nan }
+  set sx 0.0; set sy 0.0
+  foreach p $pairs { set sx [expr {$sx + [lindex $p 0]}]; set sy [expr {$sy + [lindex $p 1]}] }
+  set mx [expr {$sx / $n}]; set my [expr {$sy / $n}]
+  set cxy 0.0; set cxx 0.0; set cyy 0.0
+  foreach p $pairs {
+    set dx [expr {[lindex $p 0] - $mx}]; set dy [expr {[lindex $p 1] - $my}]
+    set cxy [expr {$cxy + $dx * $dy}]; set cxx [expr {$cxx + $dx * $dx}]; set cyy [expr {$cyy + $dy * $dy}]
+  }
+  if {$cxx == 0 || $cyy == 0} { return nan }
+  return [expr {$cxy / sqrt($cxx * $cyy)}]
+}
 proc finish {} {
-  global qmon bgmon mtcp P
+  global qmon bgmon mtcp P blocks
   set arr [$qmon set parrivals_]
   # data packets are all pkt + 40 bytes (ns-2 sends whole segments); byte counters overflow
   puts "link_utilization [expr {8.0 * [$qmon set pdepartures_] * ($P(pkt) + 40) / $P(duration) / [bw_parse $P(brate)]}]"
@@ -150,6 +198,7 @@ proc finish {} {
   if {$P(measured)} {
     puts "throughput_bps [expr {8.0 * ([$mtcp(0) set ack_] + 1) * $P(pkt) / $P(duration)}]"
     puts "timeouts [$mtcp(0) set nrexmit_]"
+    puts "tracking [correlation [lrange $blocks 1 end]]"
   }
   set total 0.0
   for {set j 0} {$j < $P(measured)} {incr j} {

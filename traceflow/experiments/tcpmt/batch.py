@@ -13,14 +13,16 @@ SUMMARY_KEYS = ("duration_s", "seed", "events", "throughput_bps", "link_utilizat
                 "loss_rate", "goodput_bps", "timeouts", "retransmits", "mean_transfer_size")
 
 
-def simulate(scenario):
+def simulate(scenario, sizes=False):
     """Run one scenario; a small picklable dict for the experiment code.
 
     ``summary``: headline metrics plus ``background_bps`` (the background's share of the
     bottleneck); ``measured``: per measured connection its flow id, ``throughput_bps`` (reliable
     throughput: unique payload delivered in order), ``timeouts``, ``retransmits``, ``trace`` (SSC
     per-block trace), ``timeout_windows`` (SSC's per-timeout record) and ``prior`` (its final
-    CondProb table and level edges); ``series``: {link: bytes per second}.
+    CondProb table and level edges); ``series``: {link: bytes per second}. ``sizes``: also
+    ``sizes``, the file sizes (bytes) each background client requested, in order (to replay the
+    same files in another simulator).
     """
     from traceflow import sim
     from traceflow.sim import ssc
@@ -53,7 +55,13 @@ def simulate(scenario):
     summary = {k: res.summary[k] for k in SUMMARY_KEYS}
     bg = series.get(BACKGROUND_LINK)
     summary["background_bps"] = float(bg.sum() * 8 / dur) if bg is not None else float("nan")
-    return {"summary": summary, "measured": measured, "series": series}
+    out = {"summary": summary, "measured": measured, "series": series}
+    if sizes:
+        tr = pl.from_arrow(res.transfers).sort("flow_id", "conn")
+        by_flow = {f: part["size"].to_list() for (f,), part in tr.group_by("flow_id")}
+        out["sizes"] = [by_flow.get(f, []) for f, kind in zip(flows["flow_id"], flows["kind"])
+                        if kind != "infinite"]
+    return out
 
 
 def run_all(scenarios, ex, label):
