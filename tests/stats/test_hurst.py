@@ -163,11 +163,13 @@ def test_cli_errors_one_line(tmp_path):
 
 def test_wavelet_estimates_unchanged_by_pywavelets_filters():
     # H of exact fGn with the hand-derived spectral-factorization filters this module used before
-    # it took PyWavelets' dbN (same seeds): the change must not move any estimate.
+    # it took PyWavelets' dbN (same seeds): the change must not move any estimate. 1e-9, not
+    # 1e-12: numpy 2.4 / scipy 1.17 move the last digits (1.8e-12 at H = 0.6), the filters'
+    # difference would move the third.
     before = {0.6: (0.6024283924153262, 0.5995258388956433),
               0.8: (0.8046140458515113, 0.8008134092286516),
               0.9: (0.9049688406820005, 0.9007296013666625)}
     for H, (h3, h5) in before.items():
         x = fgn(2 ** 15, H, rng=np.random.default_rng(3))
-        assert wavelet(x).H == pytest.approx(h3, abs=1e-12)
-        assert wavelet(x, N=5).H == pytest.approx(h5, abs=1e-12)
+        assert wavelet(x).H == pytest.approx(h3, abs=1e-9)
+        assert wavelet(x, N=5).H == pytest.approx(h5, abs=1e-9)
