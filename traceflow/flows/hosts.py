@@ -154,6 +154,31 @@ def _mode(values):
     return uniq[np.argmax(counts)].item()
 
 
+def _in_run(k=1):
+    """True where the row ``k`` rows away belongs to the same connection, in a frame whose rows
+    of one connection are contiguous (sorted by ``conn``): with it, a window over ``conn`` becomes
+    a plain shift, several times cheaper than ``over("conn")`` with thousands of connections."""
+    return (pl.col("conn") == pl.col("conn").shift(k)).fill_null(False)
+
+
+def _shift_in_run(x, k=1):
+    """``x.shift(k).over("conn")`` for contiguous connections (:func:`_in_run`)."""
+    return pl.when(_in_run(k)).then(x.shift(k))
+
+
+def _cum_max_in_run(x):
+    """``x.cum_max().over("conn")`` of an integer column in [0, 2^40) for contiguous connections:
+    each run is lifted above the previous ones, so one cumulative maximum restarts at each."""
+    lift = (~_in_run()).cum_sum().cast(pl.Int64) * (1 << 40)
+    return (x + lift).cum_max() - lift
+
+
+def _rank_in_run():
+    """``pl.int_range(pl.len()).over("conn")`` for contiguous connections."""
+    i = pl.int_range(pl.len(), dtype=pl.Int64)
+    return i - pl.when(~_in_run()).then(i).forward_fill()
+
+
 class HostFacts:
     """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
     whole connections (:func:`connections` / :func:`annotate` output; every connection in one
@@ -297,12 +322,12 @@ def _flight_points(df, leg_cap):
     data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0))
             .select("conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
             .join(t_ack1, on="conn").sort("conn", "ts_s", maintain_order=True)
-            .with_columns(top=pl.col("end").cum_max().over("conn")))
+            .with_columns(top=_cum_max_in_run(pl.col("end"))))
     conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max())
-    grows = pl.col("top") > pl.col("top").shift(1).over("conn").fill_null(-1)
+    grows = pl.col("top") > _shift_in_run(pl.col("top")).fill_null(-1)
     # before the first data ACK only the last point counts (the cut is never earlier)
     early = pl.col("ts_s") < pl.col("t_ack1")
-    last_early = early & ~early.shift(-1).over("conn").fill_null(False)
+    last_early = early & ~_shift_in_run(early, -1).fill_null(False)
     points = data.filter(last_early
                          | grows & ~early & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
     return points.select("conn", "ts_s", "top"), conns
@@ -431,6 +456,9 @@ def _timeouts(df, legs):
     ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's previous transmission), ``srtt``
     (s), ``nth`` (1 for a segment's first timeout, 2 for the next, ...)."""
     flags = pl.col("tcp_flags")
+    # only connections that resent a segment can hold a timeout; the rest (most of them, and
+    # most packets) skip the windows below, which are per connection and so unchanged by this
+    df = df.filter(pl.col("conn").is_in(_resending(df).implode()))
     d = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0) | ~pl.col("sender"))
          .sort("conn", "ts")
          .with_columns(end=pl.when(pl.col("sender")).then(pl.col("rel_seq") + pl.col("payload_len")),
@@ -456,6 +484,15 @@ def _timeouts(df, legs):
                           # a repeat timeout of the same segment, no ACK since its previous copy
                           nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
             .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
+
+
+def _resending(df):
+    """The connections whose data sender sent a segment ending at or below the highest sequence
+    number it had sent before (a retransmission candidate of :func:`_timeouts`)."""
+    sent = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
+            .select("conn", end=pl.col("rel_seq") + pl.col("payload_len")))
+    prev_max = pl.col("end").cum_max().shift(1).over("conn")
+    return sent.filter(pl.col("end") <= prev_max)["conn"].unique()
 
 
 def _copies(d):
@@ -493,12 +530,18 @@ def _backoff(timeouts):
 
 
 def _syn_gaps(df):
-    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN; null for one
-    copy)."""
+    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN) that was
+    sent more than once."""
     flags = pl.col("tcp_flags")
-    return (df.filter((flags & SYN) != 0).sort("conn", "ts")
-            .group_by("conn", "fwd", "seq").agg(gap=pl.col("ts_s").sort().slice(0, 2).diff().last())
-            ["gap"])
+    key = ["conn", "fwd", "seq"]
+
+    def same(k):  # the row k before is a copy of the same segment
+        return pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(k)) for c in key)
+
+    # the second copy of each segment in time order: a plain shift, no per-group sort
+    return (df.filter((flags & SYN) != 0).sort(*key, "ts", maintain_order=True)
+            .with_columns(gap=pl.col("ts_s") - pl.col("ts_s").shift(1))
+            .filter(same(1) & ~same(2))["gap"])
 
 
 def _initial_rto(gaps):
@@ -516,11 +559,11 @@ def _ack_counts(df):
     all of them: [late segments, late ACKs, segments, ACKs]."""
     new_data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
                 .with_columns(end=pl.col("rel_seq") + pl.col("payload_len"))
-                .with_columns(prev=pl.col("end").cum_max().shift(1).over("conn").fill_null(0))
+                .with_columns(prev=_shift_in_run(_cum_max_in_run(pl.col("end"))).fill_null(0))
                 .filter(pl.col("end") > pl.col("prev"))
-                .with_columns(k=pl.int_range(pl.len()).over("conn")))
+                .with_columns(k=_rank_in_run()))
     acks = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0)).sort("conn", "ts")
-            .with_columns(prev=pl.col("rel_ack").shift(1).over("conn").fill_null(0))
+            .with_columns(prev=_shift_in_run(pl.col("rel_ack")).fill_null(0))
             .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
     # the ACKs of the later segments: those above the end of the quick-ACK segments
     late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
