@@ -94,14 +94,25 @@ def connections(packets):
     new_conn = pl.col("syn") & (prev_syn_seq.is_null() | (prev_syn_seq != pl.col("seq")))
     df = df.with_columns(epoch=new_conn.cast(pl.Int32).cum_sum().over("key"))
     df = df.with_columns(conn=pl.struct("key", "epoch").rank("dense").cast(pl.Int64))
-    return _orient(df.with_columns(fwd=pl.col("_a") == _client(pl.col("_a"))).drop(
-        "_a", "_b", "epoch", "syn", "key"))
+    return _orient(_with_fwd(df, "_a").drop("_a", "_b", "epoch", "syn", "key"))
 
 
-def _client(side):
-    """Per connection, the value of ``side`` (an expression telling a packet's direction) of the
-    first SYN without ACK, else of the first packet: True where a packet was sent by the client."""
-    return side.filter(pl.col("syn")).first().over("conn").fill_null(side.first().over("conn"))
+def _with_fwd(df, side):
+    """``df`` (connections contiguous) with ``fwd``, True where a packet was sent by the client:
+    the ``side`` (a column telling a packet's direction) of the connection's first SYN without
+    ACK, else of its first packet."""
+    client = pl.col(side).filter(pl.col("syn")).first().fill_null(pl.col(side).first())
+    return (_per_conn(df, _client=client).with_columns(fwd=pl.col(side) == pl.col("_client"))
+            .drop("_client"))
+
+
+def _per_conn(df, **aggs):
+    """``df`` with the aggregations ``aggs`` of each connection on its every row: one group-by
+    and a gather, for a frame whose connections are contiguous (several times cheaper than the
+    same expressions ``.over("conn")``)."""
+    per = df.group_by("conn", maintain_order=True).agg(**aggs)   # in order of appearance
+    run = df.select((~_in_run()).cum_sum() - 1).to_series()
+    return df.with_columns(per[name].gather(run) for name in aggs)
 
 
 def annotate(packets, origin_ns):
@@ -112,24 +123,29 @@ def annotate(packets, origin_ns):
     is_syn = ((pl.col("tcp_flags") & SYN) != 0) & ((pl.col("tcp_flags") & ACK) == 0)
     df = (packets.sort("conn", "ts", maintain_order=True)
           .with_columns(syn=is_syn, ts_s=(pl.col("ts").cast(pl.Int64) - origin_ns) / 1e9))
-    return _orient(df.with_columns(fwd=pl.col("a_side") == _client(pl.col("a_side")))
-                   .drop("a_side", "syn"))
+    return _orient(_with_fwd(df, "a_side").drop("a_side", "syn"))
 
 
 def _orient(df):
-    """``sender``, ``rel_seq``, ``rel_ack`` of packets with ``conn`` and ``fwd``."""
-    c2s = pl.col("payload_len").filter(pl.col("fwd")).sum().over("conn")
-    s2c = pl.col("payload_len").filter(~pl.col("fwd")).sum().over("conn")
-    df = df.with_columns(sender=pl.col("fwd") == (c2s > s2c))
-    isn = (pl.col("seq").filter(pl.col("sender") & ((pl.col("tcp_flags") & SYN) != 0)).first()
-           .over("conn"))
-    first_data = pl.col("seq").filter(pl.col("sender") & (pl.col("payload_len") > 0)).first().over("conn")
+    """``sender``, ``rel_seq``, ``rel_ack`` of packets with ``conn`` (contiguous) and ``fwd``."""
+    fwd, seq = pl.col("fwd"), pl.col("seq")
+    syn, data = (pl.col("tcp_flags") & SYN) != 0, pl.col("payload_len") > 0
+    # per direction: payload, first SYN's and first data segment's sequence numbers; the data
+    # sender is the direction that carried more payload
+    df = _per_conn(df, _c2s=pl.col("payload_len").filter(fwd).sum(),
+                   _s2c=pl.col("payload_len").filter(~fwd).sum(),
+                   _isn_f=seq.filter(fwd & syn).first(), _isn_r=seq.filter(~fwd & syn).first(),
+                   _data_f=seq.filter(fwd & data).first(), _data_r=seq.filter(~fwd & data).first())
+    sender_fwd = pl.col("_c2s") > pl.col("_s2c")
+    isn = pl.when(sender_fwd).then(pl.col("_isn_f")).otherwise(pl.col("_isn_r"))
+    first_data = pl.when(sender_fwd).then(pl.col("_data_f")).otherwise(pl.col("_data_r"))
     base = (isn.cast(pl.Int64) + 1).fill_null(first_data.cast(pl.Int64))
     df = df.with_columns(
-        rel_seq=pl.when(pl.col("sender")).then((pl.col("seq").cast(pl.Int64) - base) % _MOD),
-        rel_ack=pl.when(~pl.col("sender") & ((pl.col("tcp_flags") & ACK) != 0))
+        sender=fwd == sender_fwd,
+        rel_seq=pl.when(fwd == sender_fwd).then((seq.cast(pl.Int64) - base) % _MOD),
+        rel_ack=pl.when((fwd != sender_fwd) & ((pl.col("tcp_flags") & ACK) != 0))
         .then((pl.col("ack").cast(pl.Int64) - base) % _MOD))
-    return df
+    return df.drop("_c2s", "_s2c", "_isn_f", "_isn_r", "_data_f", "_data_r")
 
 
 def _handshake_legs(df):
@@ -152,6 +168,38 @@ def _mode(values):
         return None
     uniq, counts = np.unique(values, return_counts=True)
     return uniq[np.argmax(counts)].item()
+
+
+def _in_run(k=1):
+    """True where the row ``k`` rows away belongs to the same connection, in a frame whose rows
+    of one connection are contiguous (sorted by ``conn``): with it, a window over ``conn`` becomes
+    a plain shift, several times cheaper than ``over("conn")`` with thousands of connections."""
+    return (pl.col("conn") == pl.col("conn").shift(k)).fill_null(False)
+
+
+def _shift_in_run(x, k=1):
+    """``x.shift(k).over("conn")`` for contiguous connections (:func:`_in_run`)."""
+    return pl.when(_in_run(k)).then(x.shift(k))
+
+
+def _cum_max_in_run(x):
+    """``x.cum_max().over("conn")`` of an integer column in [0, 2^40) for contiguous connections:
+    each run is lifted above the previous ones, so one cumulative maximum restarts at each."""
+    lift = (~_in_run()).cum_sum().cast(pl.Int64) * (1 << 40)
+    return (x + lift).cum_max() - lift
+
+
+def _ff_in_run(x):
+    """``x.forward_fill().over("conn")`` for contiguous connections: a value carried from an
+    earlier connection is dropped."""
+    run = (~_in_run()).cum_sum()
+    return pl.when(pl.when(x.is_not_null()).then(run).forward_fill() == run).then(x.forward_fill())
+
+
+def _rank_in_run():
+    """``pl.int_range(pl.len()).over("conn")`` for contiguous connections."""
+    i = pl.int_range(pl.len(), dtype=pl.Int64)
+    return i - pl.when(~_in_run()).then(i).forward_fill()
 
 
 class HostFacts:
@@ -297,12 +345,12 @@ def _flight_points(df, leg_cap):
     data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0))
             .select("conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
             .join(t_ack1, on="conn").sort("conn", "ts_s", maintain_order=True)
-            .with_columns(top=pl.col("end").cum_max().over("conn")))
+            .with_columns(top=_cum_max_in_run(pl.col("end"))))
     conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max())
-    grows = pl.col("top") > pl.col("top").shift(1).over("conn").fill_null(-1)
+    grows = pl.col("top") > _shift_in_run(pl.col("top")).fill_null(-1)
     # before the first data ACK only the last point counts (the cut is never earlier)
     early = pl.col("ts_s") < pl.col("t_ack1")
-    last_early = early & ~early.shift(-1).over("conn").fill_null(False)
+    last_early = early & ~_shift_in_run(early, -1).fill_null(False)
     points = data.filter(last_early
                          | grows & ~early & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
     return points.select("conn", "ts_s", "top"), conns
@@ -431,16 +479,19 @@ def _timeouts(df, legs):
     ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's previous transmission), ``srtt``
     (s), ``nth`` (1 for a segment's first timeout, 2 for the next, ...)."""
     flags = pl.col("tcp_flags")
+    # only connections that resent a segment can hold a timeout; the rest (most of them, and
+    # most packets) skip the windows below, which are per connection and so unchanged by this
+    df = df.filter(pl.col("conn").is_in(_resending(df).implode()))
     d = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0) | ~pl.col("sender"))
          .sort("conn", "ts")
          .with_columns(end=pl.when(pl.col("sender")).then(pl.col("rel_seq") + pl.col("payload_len")),
                        ack=pl.when(~pl.col("sender") & ((flags & ACK) != 0)
                                    & (pl.col("rel_ack") < _MOD // 2)).then(pl.col("rel_ack"))))
     d = d.with_columns(
-        una=pl.col("ack").forward_fill().cum_max().over("conn").fill_null(0),
-        prev_max=pl.col("end").forward_fill().cum_max().shift(1).over("conn"),
-        last_rx=pl.when(~pl.col("sender")).then(pl.col("ts_s")).forward_fill().shift(1).over("conn"))
-    d = _copies(d).with_columns(una_prev=pl.col("una").shift(1).over("conn").fill_null(0))
+        una=_ff_in_run(_cum_max_in_run(pl.col("ack"))).fill_null(0),
+        prev_max=_shift_in_run(_ff_in_run(_cum_max_in_run(pl.col("end")))),
+        last_rx=_shift_in_run(_ff_in_run(pl.when(~pl.col("sender")).then(pl.col("ts_s")))))
+    d = _copies(d).with_columns(una_prev=_shift_in_run(pl.col("una")).fill_null(0))
     d = d.with_columns(adv=pl.col("ack").is_not_null() & (pl.col("una") > pl.col("una_prev")))
     retx = (d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
                      & (pl.col("end") <= pl.col("prev_max")))
@@ -456,6 +507,14 @@ def _timeouts(df, legs):
                           # a repeat timeout of the same segment, no ACK since its previous copy
                           nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
             .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
+
+
+def _resending(df):
+    """The connections whose data sender sent a segment ending at or below the highest sequence
+    number it had sent before (a retransmission candidate of :func:`_timeouts`)."""
+    sent = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
+            .select("conn", end=pl.col("rel_seq") + pl.col("payload_len")))
+    return sent.filter(pl.col("end") <= _shift_in_run(_cum_max_in_run(pl.col("end"))))["conn"].unique()
 
 
 def _copies(d):
@@ -493,12 +552,18 @@ def _backoff(timeouts):
 
 
 def _syn_gaps(df):
-    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN; null for one
-    copy)."""
+    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN) that was
+    sent more than once."""
     flags = pl.col("tcp_flags")
-    return (df.filter((flags & SYN) != 0).sort("conn", "ts")
-            .group_by("conn", "fwd", "seq").agg(gap=pl.col("ts_s").sort().slice(0, 2).diff().last())
-            ["gap"])
+    key = ["conn", "fwd", "seq"]
+
+    def same(k):  # the row k before is a copy of the same segment
+        return pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(k)) for c in key)
+
+    # the second copy of each segment in time order: a plain shift, no per-group sort
+    return (df.filter((flags & SYN) != 0).sort(*key, "ts", maintain_order=True)
+            .with_columns(gap=pl.col("ts_s") - pl.col("ts_s").shift(1))
+            .filter(same(1) & ~same(2))["gap"])
 
 
 def _initial_rto(gaps):
@@ -516,11 +581,11 @@ def _ack_counts(df):
     all of them: [late segments, late ACKs, segments, ACKs]."""
     new_data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
                 .with_columns(end=pl.col("rel_seq") + pl.col("payload_len"))
-                .with_columns(prev=pl.col("end").cum_max().shift(1).over("conn").fill_null(0))
+                .with_columns(prev=_shift_in_run(_cum_max_in_run(pl.col("end"))).fill_null(0))
                 .filter(pl.col("end") > pl.col("prev"))
-                .with_columns(k=pl.int_range(pl.len()).over("conn")))
+                .with_columns(k=_rank_in_run()))
     acks = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0)).sort("conn", "ts")
-            .with_columns(prev=pl.col("rel_ack").shift(1).over("conn").fill_null(0))
+            .with_columns(prev=_shift_in_run(pl.col("rel_ack")).fill_null(0))
             .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
     # the ACKs of the later segments: those above the end of the quick-ACK segments
     late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))

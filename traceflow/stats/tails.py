@@ -70,14 +70,16 @@ class ParetoFit:
                 "discrete": self.discrete}
 
 
-def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk_elems=4_000_000):
+def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk_elems=1_000_000):
     """α and KS distance for candidate start indices ``cand`` into sorted ``x`` (vectorized).
 
     With y = x − shift: α_i = n_i / (Σ_{j≥i} ln y_j − n_i ln y_i) from reverse cumulative sums of
     logs (``ymin`` overrides y_i for a single fixed threshold). The KS distance compares the
     empirical CDF with the fitted one at the ends of each group of equal values — just below the
     group with F(y), at its top with F(y + 2·shift) (for rounded data: P(X ≤ x) = F_cont(x + ½)) —
-    for many candidates at once on a 2-D (candidate × tail rank) grid, chunked to bound memory.
+    for many candidates at once on a 2-D (candidate × group end) grid, chunked to bound memory.
+    Only group ends are evaluated (the empirical CDF is flat inside a group), so a candidate costs
+    O(distinct values in its tail), not O(values): sizes and capture-repeated lifetimes have few.
     """
     n = x.size
     logs = np.log(x - shift)
@@ -89,20 +91,26 @@ def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk
     log_min = logs[cand] if ymin is None else np.full(cand.size, np.log(ymin))
     alpha = n_t / (tail_sum[cand] - n_t * log_min)
     ks = np.empty(cand.size)
-    per = max(1, chunk_elems // max(1, n - int(cand.min())))
+    ends = np.flatnonzero(is_first | is_last)     # the points where the KS distance can peak
+    first_e, last_e = is_first[ends], is_last[ends]
+    logs_e, logs_hi_e = logs[ends], logs_hi[ends]
+    start = np.searchsorted(ends, cand)           # a candidate's first group end
+    per = max(1, chunk_elems // max(1, ends.size - int(start.min())))
     for s in range(0, cand.size, per):  # chunks of candidates, each fully vectorized
-        c = cand[s: s + per]
-        r = np.arange(n - int(c.min()))
-        idx = c[:, None] + r[None, :]
-        valid = idx < n
-        idx = np.minimum(idx, n - 1)
+        c, e0 = cand[s: s + per], start[s: s + per]
+        k = e0[:, None] + np.arange(ends.size - int(e0.min()))[None, :]
+        valid = k < ends.size
+        k = np.minimum(k, ends.size - 1)
+        r = ends[k] - c[:, None]                  # rank of the group end in the tail
         nt = (n - c)[:, None].astype(np.float64)
         a = alpha[s: s + per, None]
         lm = log_min[s: s + per, None]
-        d_lo = np.abs(r[None, :] / nt - (1.0 - np.exp(-a * (logs[idx] - lm))))
-        d_hi = np.abs((r[None, :] + 1) / nt - (1.0 - np.exp(-a * (logs_hi[idx] - lm))))
-        d = np.maximum(np.where(valid & is_first[idx], d_lo, 0.0),
-                       np.where(valid & is_last[idx], d_hi, 0.0))
+        f_lo = 1.0 - np.exp(-a * (logs_e[k] - lm))
+        f_hi = 1.0 - np.exp(-a * (logs_hi_e[k] - lm)) if shift else f_lo   # continuous: the same
+        d_lo = np.abs(r / nt - f_lo)
+        d_hi = np.abs((r + 1) / nt - f_hi)
+        d = np.maximum(np.where(valid & first_e[k], d_lo, 0.0),
+                       np.where(valid & last_e[k], d_hi, 0.0))
         ks[s: s + per] = d.max(axis=1)
     return alpha, ks
 
