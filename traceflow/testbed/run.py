@@ -15,6 +15,7 @@ import time
 from traceflow.atomic import atomic_dir
 from traceflow.errors import TraceflowError
 from traceflow.testbed import relay
+from traceflow.testbed.awake import KeepAwake
 from traceflow.testbed.capture import Capture
 from traceflow.testbed.netns import Topology, check_environment, read_line
 from traceflow.testbed.outputs import host_steal_seconds, params_document, transfers
@@ -120,6 +121,7 @@ def run_testbed(params, outdir, progress=None):
 def _run(params, topology, stack, tmp, progress):
     """The body of :func:`run_testbed`; every started thing registers its stop on ``stack``."""
     tmp.chmod(0o755)
+    stack.callback(KeepAwake().stop)     # an idle vCPU wakes late for the relay (awake.py)
     stack.callback(topology.destroy)
     topology.create()
     macs = {dev: topology.mac(role, dev)
