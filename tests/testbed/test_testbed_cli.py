@@ -63,7 +63,8 @@ def test_ctrl_c_removes_namespaces_processes_and_output(tmp_path):
         time.sleep(0.2)
     children = _children(command)
     ours = {ns for ns in _namespaces() - before if ns.startswith(f"tf{command}")}
-    assert len(ours) == 3 and len(children) == 6    # 2 relays, 2 tcpdumps, server, clients
+    # 2 relays, 2 tcpdumps, server, clients, and a spinner per CPU (traceflow/testbed/awake.py)
+    assert len(ours) == 3 and len(children) == 6 + len(os.sched_getaffinity(0))
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
