@@ -4,7 +4,7 @@ Under a hypervisor an idle virtual CPU halts (HLT exits to the host; on this pro
 Firecracker guests with no cpuidle driver, there is no polling idle state), and waking it for a
 timer or a frame takes 0.1-1 ms. With both CPUs idle the relay's median handshake error was
 0.26 ms, past half of issue 16's 0.5 ms tolerance, in three runs out of four; with one busy
-process beside it, 0.2 ms and within tolerance. A spinner per CPU at ``SCHED_IDLE`` keeps the
+process beside it the test passed. A spinner per CPU at ``SCHED_IDLE`` keeps the
 CPUs running without taking time from anything that wants it: the scheduler runs such a task only
 when no other task is runnable and preempts it as soon as one is (the relay runs ``SCHED_FIFO``).
 """
