@@ -24,7 +24,7 @@ from traceflow.experiments import selfsim
 from traceflow.stats.hurst import variance_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sim" / "ns2"))
-from ns2 import available, run_ns2  # noqa: E402
+from ns2 import available, run_ns2, write_sizes  # noqa: E402
 
 REPLAY = Path(__file__).resolve().parents[2] / "replays" / "selfsim_fig4.toml"
 
@@ -42,12 +42,8 @@ def compare(duration, seed=1, alpha=1.05, tmp=None):
     ours = {"loss": res.summary["loss_rate"], "utilization": res.summary["link_utilization"],
             "H_vt": variance_time(x, m_min=10).H}
     tr = pl.from_arrow(res.transfers).sort("flow_id", "conn")
-    rng = np.random.default_rng(seed)
-    for i in range(sc["topology"]["right"]):
-        sizes = tr.filter(pl.col("flow_id") == i)["size"].to_list()
-        # ns-2 may ask for a few more files than we did: draw them from our sizes
-        extra = rng.choice(tr["size"].to_numpy(), 200)
-        (tmp / f"client{i}.txt").write_text("\n".join(str(int(v)) for v in [*sizes, *extra]))
+    write_sizes(tmp, [tr.filter(pl.col("flow_id") == i)["size"].to_list()
+                      for i in range(sc["topology"]["right"])], np.random.default_rng(seed))
     out = run_ns2("selfsim.tcl", duration=duration, seed=seed, sizes_dir=tmp,
                   series=tmp / "series.txt", buffer=sc["topology"]["bottleneck"]["queue"]["limit_bytes"],
                   idle=sc["traffic"][0]["idle"])

@@ -42,6 +42,7 @@
 """
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -50,6 +51,9 @@ import pytest
 
 from traceflow.experiments.tcpmt import batch, calibration, measures, setup
 from traceflow.experiments.tcpmt import claims as tcpmt_claims
+
+sys.path.insert(0, str(Path(__file__).with_name("ns2")))
+from ns2 import write_sizes  # noqa: E402
 
 TCL = Path(__file__).with_name("ns2") / "tcpmt.tcl"
 REPLAYS = Path(__file__).resolve().parents[2] / "replays"
@@ -188,11 +192,7 @@ def same_files(scenario, tmp, **params):
     the files ours requested, in the same order (200 more each, drawn from them, in case ns-2's
     clients ask for more); ``params``: tcpmt.tcl's parameters of the same set-up."""
     r = batch.simulate(scenario, sizes=True)
-    drawn = np.concatenate([np.asarray(s) for s in r["sizes"] if s])
-    rng = np.random.default_rng(1)
-    for i, sizes in enumerate(r["sizes"]):
-        (tmp / f"client{i}.txt").write_text("\n".join(str(int(v)) for v in
-                                                     [*sizes, *rng.choice(drawn, 200)]))
+    write_sizes(tmp, r["sizes"], np.random.default_rng(1))
     ref = ns2(sizes_dir=tmp, **params)
     got = {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
            "timeouts": r["measured"][0]["timeouts"],
@@ -228,7 +228,7 @@ def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
                                hook=hook)
             runs[rtt, mode] = same_files(sc, tmp, duration=3000, seed=1, bg_k=cal.k,
                                          bg_idle=cal.idle, bg_alpha=cal.alpha, rtt=rtt, **extra)
-    print({k: v for k, v in runs.items()})
+    print(runs)
     for side in (0, 1):                                       # 0: ours, 1: ns-2
         r = {k: v[side] for k, v in runs.items()}
         assert r[0.45, "tcp"]["tracking"] >= r[0.03, "tcp"]["tracking"] + 0.1, r
