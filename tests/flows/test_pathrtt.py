@@ -123,13 +123,15 @@ def test_first_echo_only_and_unechoed_tsvals_dropped():
 
 def _kernel_batch(path):
     """The per-packet columns the flows pass hands the sampler, for a whole capture."""
-    from traceflow.flows.flowsplit import FlowSplitter
+    from traceflow.flows.flowsplit import FlowSplitter, StreamClock
     from traceflow.flows.table import _prepare
     from traceflow.pcap.reader import read_packets
 
     df = _prepare(pl.from_arrow(read_packets(path)), 1, (0, 1))
     cols = {c: df[c].to_numpy() for c in df.columns}
-    used, out = FlowSplitter(300 * 10**9).feed(cols, final=True)
+    cols["sweep"] = StreamClock(300 * 10**9).sweeps(cols["ts"], df.height)
+    cols["pos"] = np.arange(df.height)
+    used, out = FlowSplitter(300 * 10**9).feed(cols, True, df.height)
     assert used == df.height
     return {**cols, **out}
 

@@ -19,7 +19,7 @@ Memory is O(open endpoint pairs + one batch), whatever the capture's length.
 import numpy as np
 
 from cython.operator cimport dereference as deref, predecrement as dec
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MIN, int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.map cimport map as cmap
 from libcpp.vector cimport vector
 
@@ -32,6 +32,8 @@ cdef uint16_t ACK = 0x10
 LOOKAHEAD = 1 << 16
 #: packets the expiry clock looks ahead (a lone far-ahead timestamp must not expire every pair)
 CLOCK_AHEAD = 2
+#: no expiry sweep before this packet (:meth:`StreamClock.sweeps`)
+NO_SWEEP = INT64_MIN
 
 # Per-pair state of the pair's open connection (columns of ``_p``).
 PAIR_FIELDS = ("used", "port_a", "port_b", "proto", "ip_version", "pair_ts", "conn", "start",
@@ -179,13 +181,11 @@ cdef class FlowSplitter:
     earlier SYN, else the first seen sequence number minus one). A retransmitted SYN (same ISN)
     stays. Connections are numbered 0, 1, ... in the order of their first packets (``conn``).
 
-    A pair's state is dropped (its connection finished) once the capture's clock — the
-    smallest timestamp of the current packet and the :data:`CLOCK_AHEAD` after it, so a lone
-    timestamp far ahead expires nothing — is more than ``idle_ns`` past the pair's last packet;
-    pairs are checked whenever the clock has advanced by an eighth of ``idle_ns``.
+    A pair's state is dropped (its connection finished) once the capture's clock
+    (:class:`StreamClock`) is more than ``idle_ns`` past the pair's last packet.
     """
     cdef readonly int64_t idle_ns, n_conns, n_open, n_rows
-    cdef int64_t n_pairs_cap, next_sweep, free_pair
+    cdef int64_t n_pairs_cap, free_pair
     cdef object _pk, _pp, _pd, _rows_arr, _table_arr
     cdef uint64_t[:, :] pkey        # pair -> a_hi, a_lo, b_hi, b_lo
     cdef int64_t[:, :] p            # pair -> PAIR_FIELDS (P_USED: 0 free, 1 used; free list in P_CONN)
@@ -200,7 +200,6 @@ cdef class FlowSplitter:
         self.n_conns = self.n_open = 0
         self.n_pairs_cap = 0
         self.free_pair = -1
-        self.next_sweep = -(1 << 62)
         self._grow_pairs(1024)
         self._reset_rows()
 
@@ -312,6 +311,11 @@ cdef class FlowSplitter:
                 self.d[2 * q + dd, k] = 0
             self.cover[2 * q + dd].clear()
 
+    def expire(self, int64_t clock):
+        """Finish the connections of pairs silent for more than the idle timeout at ``clock``
+        (ns): a sweep due after the last packet fed (:meth:`StreamClock.sweeps`)."""
+        self._expire(clock)
+
     cdef _expire(self, int64_t clock):
         """Finish the connections of pairs silent for more than the idle timeout at ``clock``."""
         cdef int64_t q, n = 0
@@ -364,7 +368,7 @@ cdef class FlowSplitter:
                 self._free(q)
         self._rehash()
 
-    def feed(self, cols, bint final=False):
+    def feed(self, cols, bint final, int64_t horizon):
         """Consume packets ``cols`` (a dict of NumPy arrays, capture order): ``ts`` (int64 ns),
         ``src_hi``, ``src_lo``, ``dst_hi``, ``dst_lo`` (uint64), ``sport``, ``dport`` (uint16,
         0 when absent), ``has_ports``, ``proto``, ``ip_version``, ``is_tcp`` (uint8), ``flags``
@@ -374,6 +378,13 @@ cdef class FlowSplitter:
         Decisions may need packets after the ones fed (a lone-timestamp decision, the expiry
         clock): unless ``final``, the kernel stops before the first packet it cannot decide yet
         and returns how many it consumed; feed the rest again in front of the next batch.
+
+        The expiry sweeps and the look-ahead run on the whole stream's packets, even when the
+        splitter is fed only part of it (one hash partition of the endpoint pairs), so that its
+        connections are those of a single pass: ``cols`` holds ``sweep`` (int64 ns, the clock
+        of the expiry sweep due before each packet, :data:`NO_SWEEP` if none:
+        :meth:`StreamClock.sweeps`) and ``pos`` (int64, the packet's index in the whole stream),
+        and ``horizon`` is the number of the whole stream's packets seen so far.
 
         Returns ``(n, packets)``: the number of packets consumed and, for them, a dict of NumPy
         arrays: ``conn`` int64; ``slot`` int64, the pair's state index (reused after the pair
@@ -390,6 +401,8 @@ cdef class FlowSplitter:
         proto_arr = np.ascontiguousarray(cols["proto"], dtype=np.uint8)
         gid_arr, fwd_arr = pair_ids(*keys, *ports, proto_arr)
         n = ts_arr.shape[0]
+        sweep_arr = np.ascontiguousarray(cols["sweep"], dtype=np.int64)
+        pos_arr = np.ascontiguousarray(cols["pos"], dtype=np.int64)
         # next packet of the same pair within this input (for the lone-timestamp rule)
         nxt_arr = np.full(n, -1, dtype=np.int64)
         later_arr = np.full(int(gid_arr.max()) + 1 if n else 0, -1, dtype=np.int64)
@@ -406,8 +419,9 @@ cdef class FlowSplitter:
                           np.ascontiguousarray(cols["payload"], dtype=np.int64),
                           np.ascontiguousarray(cols["ip_len"], dtype=np.int64),
                           np.ascontiguousarray(cols["wirelen"], dtype=np.int64),
-                          fwd_arr, nxt_arr, out["conn"], out["slot"], out["fresh"], out["rel"],
-                          out["retrans"], final)
+                          fwd_arr, nxt_arr, sweep_arr, pos_arr, horizon,
+                          out["conn"], out["slot"], out["fresh"], out["rel"], out["retrans"],
+                          final)
         out["fwd"] = fwd_arr
         return used, {name: values[:used] for name, values in out.items()}
 
@@ -417,25 +431,19 @@ cdef class FlowSplitter:
               const uint8_t[:] ipver,
               const uint8_t[:] is_tcp, const uint16_t[:] flags, const uint32_t[:] seq,
               const int64_t[:] payload, const int64_t[:] ip_len, const int64_t[:] wirelen,
-              const uint8_t[:] fwd, const int64_t[:] nxt, int64_t[:] conn, int64_t[:] slot,
-              uint8_t[:] fresh, int64_t[:] rel, uint8_t[:] retrans, bint final):
-        cdef Py_ssize_t n = ts.shape[0], i, j, m
-        cdef int64_t q, k, r, start, end, occupied, t, clock, step = max(self.idle_ns // 8, 1)
+              const uint8_t[:] fwd, const int64_t[:] nxt, const int64_t[:] sweep,
+              const int64_t[:] pos, int64_t horizon, int64_t[:] conn,
+              int64_t[:] slot, uint8_t[:] fresh, int64_t[:] rel, uint8_t[:] retrans, bint final):
+        cdef Py_ssize_t n = ts.shape[0], i, j
+        cdef int64_t q, k, r, start, end, occupied, t
         cdef uint8_t dd, why
         cdef uint16_t f
         cdef bint split, syn_only, synack, is_client
         cdef int64_t lookahead = LOOKAHEAD
         for i in range(n):
-            if not final and i + CLOCK_AHEAD >= n:
-                return i
             t = ts[i]
-            clock = t
-            for m in range(i + 1, min(i + 1 + CLOCK_AHEAD, n)):
-                if ts[m] < clock:
-                    clock = ts[m]
-            if clock >= self.next_sweep:
-                self._expire(clock)
-                self.next_sweep = clock + step
+            if sweep[i] != INT64_MIN:
+                self._expire(sweep[i])
             dd = fwd[i] & 1
             if dd:
                 q = self._lookup(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i], dport[i],
@@ -450,9 +458,9 @@ cdef class FlowSplitter:
                 why = 0
             elif t - self.p[q, P_PAIR_TS] > self.idle_ns:
                 j = nxt[i]
-                if j < 0 and not final and n - i <= lookahead:
+                if j < 0 and not final and horizon - pos[i] <= lookahead:
                     return i           # the pair's next packet may come in the next batch
-                if j - i > lookahead:
+                if j >= 0 and pos[j] - pos[i] > lookahead:
                     j = -1
                 # A lone timestamp far ahead of both neighbours is a clock glitch, not an idle
                 # period: keep the packet, and measure the next gap from before it.
@@ -559,6 +567,40 @@ cdef class FlowSplitter:
                 elif self.p[q, P_T_D2] < 0:
                     self.p[q, P_T_D2] = t
         return n
+
+
+cdef class StreamClock:
+    """When :class:`FlowSplitter` sweeps for idle pairs, decided on the whole packet stream.
+
+    The clock at a packet is the smallest timestamp of the packet and the :data:`CLOCK_AHEAD`
+    after it (a lone timestamp far ahead expires nothing); a sweep is due before a packet whose
+    clock has advanced by an eighth of the idle timeout ``idle_ns`` (ns) since the last sweep.
+    """
+    cdef readonly int64_t idle_ns
+    cdef int64_t next_sweep
+
+    def __init__(self, int64_t idle_ns):
+        self.idle_ns = idle_ns
+        self.next_sweep = -(1 << 62)
+
+    def sweeps(self, ts, Py_ssize_t keep):
+        """The sweeps due before the first ``keep`` packets of ``ts`` (int64 ns, the stream's
+        next packets in order, at least :data:`CLOCK_AHEAD` beyond ``keep`` unless the stream
+        ends there): int64 array, the sweep's clock (ns) or :data:`NO_SWEEP`."""
+        ts_arr = np.ascontiguousarray(ts, dtype=np.int64)
+        clock_arr = ts_arr.copy()
+        for m in range(1, CLOCK_AHEAD + 1):
+            np.minimum(clock_arr[:-m], ts_arr[m:], out=clock_arr[:-m])
+        out_arr = np.full(keep, NO_SWEEP, dtype=np.int64)
+        cdef const int64_t[:] clock = clock_arr
+        cdef int64_t[:] out = out_arr
+        cdef int64_t step = max(self.idle_ns // 8, 1)
+        cdef Py_ssize_t i
+        for i in range(keep):
+            if clock[i] >= self.next_sweep:
+                out[i] = clock[i]
+                self.next_sweep = clock[i] + step
+        return out_arr
 
 
 cdef void _next_of_pair(const int64_t[:] gid, int64_t[:] nxt, int64_t[:] later) noexcept:

@@ -220,7 +220,7 @@ class FlowStream:
 
     def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
                  reorder=None):
-        from traceflow.flows.flowsplit import FlowSplitter
+        from traceflow.flows.flowsplit import FlowSplitter, StreamClock
         from traceflow.flows.rttsample import RttSampler
 
         self.idle_ns = int(round(idle_timeout * 1e9))
@@ -229,6 +229,10 @@ class FlowStream:
         self.part = part
         self.rows = 0           # packet rows fed (frame numbers)
         self.carry = None       # packets the splitter has not consumed yet
+        self.unclocked = None   # the stream's last packets: their expiry clock needs the next batch
+        self.seen = 0           # packets of the whole stream given a clock (``pos``)
+        self.clock = StreamClock(self.idle_ns)
+        self.late_sweep = None  # sweep due after the partition's last packet so far (ns)
         self.pending = None     # RTT samples of open connections
         self.trace_end = None   # timestamp (ns) of the last IP packet
         self.last_ts = None     # timestamp (ns) of the last packet consumed
@@ -264,20 +268,58 @@ class FlowStream:
             df = self.reorder.push(df)
         self._consume(df)
 
-    def _consume(self, df):
-        # the clock (trace end, re-ordering) is every IP packet's, whatever the partition, so
-        # that each partition's flows are those of the whole stream
+    def _consume(self, df, final=False):
+        # the clocks (expiry sweeps, look-ahead, trace end, re-ordering) are every IP packet's,
+        # whatever the partition, so that each partition's flows are those of the whole stream;
+        # the last CLOCK_AHEAD packets wait for the next batch, which their clock needs
+        from traceflow.flows.flowsplit import CLOCK_AHEAD
+
         if df is not None and df.height:
             self.trace_end = df["ts"][-1]
-            df = _partition(df, self.part)
-            if df.height:
-                self._run(df, final=False)
+        if self.unclocked is not None:
+            df = self.unclocked if df is None else pl.concat([self.unclocked, df])
+            self.unclocked = None
+        if df is not None and df.height:
+            n = df.height
+            keep = n if final else max(n - CLOCK_AHEAD, 0)
+            if keep < n:
+                self.unclocked = df.slice(keep)
+            sweeps = self.clock.sweeps(df["ts"].to_numpy(), keep)
+            df = df.slice(0, keep).with_columns(
+                sweep=pl.Series(sweeps, dtype=pl.Int64),
+                pos=pl.int_range(keep, dtype=pl.Int64) + self.seen)
+            self.seen += keep
+            df = self._own(df)
+        if df is not None and not df.height:
+            df = None
+        if final or df is not None:
+            self._run(df, final)
+        if final and self.late_sweep is not None:
+            self.splitter.expire(self.late_sweep)
+
+    def _own(self, df):
+        """The packets of the partition, each carrying the latest sweep due since the
+        partition's previous packet (a sweep between them finds the partition's state as it
+        is at the next one); sweeps after the last go on to the next batch (``late_sweep``)."""
+        from traceflow.flows.flowsplit import NO_SWEEP
+
+        if self.part[1] == 1:
+            return df
+        own = _in_partition(self.part)
+        df = df.with_columns(own=own, seg=(own.cum_sum() - own).cast(pl.Int64)).with_columns(
+            sweep=pl.when(pl.col("sweep") != NO_SWEEP).then("sweep").max().over("seg"))
+        if self.late_sweep is not None:
+            df = df.with_columns(sweep=pl.when(pl.col("seg") == 0)
+                                 .then(pl.max_horizontal("sweep", pl.lit(self.late_sweep)))
+                                 .otherwise("sweep"))
+        own = df.filter("own")
+        tail = df.filter(pl.col("seg") == own.height)["sweep"]
+        self.late_sweep = tail.max() if tail.len() else None
+        return own.with_columns(pl.col("sweep").fill_null(NO_SWEEP)).drop("own", "seg")
 
     def finish(self):
         """End of input: every open connection is finished (:meth:`release` hands them out)."""
-        if self.reorder is not None:
-            self._consume(self.reorder.flush())
-        self._run(None, final=True)
+        self._consume(None if self.reorder is None else self.reorder.flush(), final=True)
         self.splitter.close()
         self._collect()
         self.ended = True
@@ -313,8 +355,9 @@ class FlowStream:
         after the packets consumed so far if the clock runs forward) starts before this time
         (ns)."""
         marks = [self.splitter.min_start(), self.last_ts]
-        if self.carry is not None:
-            marks.append(self.carry["ts"].min())
+        for waiting in (self.carry, self.unclocked):
+            if waiting is not None:
+                marks.append(waiting["ts"].min())
         marks = [m for m in marks if m is not None]
         return min(marks) if marks else None
 
@@ -324,7 +367,8 @@ class FlowStream:
         self.carry = None
         if df is None:
             return
-        used, out = self.splitter.feed({c: df[c].to_numpy() for c in _KERNEL_COLUMNS}, final)
+        used, out = self.splitter.feed({c: df[c].to_numpy() for c in _KERNEL_COLUMNS}, final,
+                                       horizon=self.seen)
         if used < df.height:
             self.carry = df.slice(used)
         if used == 0:
@@ -366,7 +410,7 @@ class FlowStream:
 
 #: what the splitter reads of a prepared batch, and what the sampler reads besides its output
 _KERNEL_COLUMNS = ["ts", *_ADDR, "sport", "dport", "has_ports", "proto", "ip_version", "is_tcp",
-                   "flags", "seq", "payload", "ip_len", "wirelen"]
+                   "flags", "seq", "payload", "ip_len", "wirelen", "sweep", "pos"]
 _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "has_ts", "tsval",
                     "tsecr"]
 
@@ -374,13 +418,16 @@ _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "
 def _partition(df, part):
     """The packets of a prepared batch whose endpoint pair is in hash partition ``part`` =
     (k, n)."""
+    return df if part[1] == 1 else df.filter(_in_partition(part))
+
+
+def _in_partition(part):
+    """Whether a packet's endpoint pair is in hash partition ``part`` = (k, n) (expression)."""
     k, n = part
-    if n == 1:
-        return df
     # symmetric in the two endpoints, so both directions land in the same partition
     ends = [pl.struct(f"{side}_hi", f"{side}_lo", port).hash(7)
             for side, port in (("src", "sport"), ("dst", "dport"))]
-    return df.filter((ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k)
+    return (ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k
 
 
 def _prepare(df, first_frame, part=(0, 1)):
