@@ -301,21 +301,25 @@ class FlowStream:
         """The packets of the partition, each carrying the latest sweep due since the
         partition's previous packet (a sweep between them finds the partition's state as it
         is at the next one); sweeps after the last go on to the next batch (``late_sweep``)."""
+        import numpy as np
+
         from traceflow.flows.flowsplit import NO_SWEEP
 
         if self.part[1] == 1:
             return df
-        own = _in_partition(self.part)
-        df = df.with_columns(own=own, seg=(own.cum_sum() - own).cast(pl.Int64)).with_columns(
-            sweep=pl.when(pl.col("sweep") != NO_SWEEP).then("sweep").max().over("seg"))
+        own = df.select(_in_partition(self.part)).to_series().to_numpy()
+        rows = np.flatnonzero(own)
+        sweeps = df["sweep"].to_numpy()
+        at = np.flatnonzero(sweeps != NO_SWEEP)
+        clocks = sweeps[at]
         if self.late_sweep is not None:
-            df = df.with_columns(sweep=pl.when(pl.col("seg") == 0)
-                                 .then(pl.max_horizontal("sweep", pl.lit(self.late_sweep)))
-                                 .otherwise("sweep"))
-        own = df.filter("own")
-        tail = df.filter(pl.col("seg") == own.height)["sweep"]
-        self.late_sweep = tail.max() if tail.len() else None
-        return own.with_columns(pl.col("sweep").fill_null(NO_SWEEP)).drop("own", "seg")
+            at, clocks = np.r_[-1, at], np.r_[self.late_sweep, clocks]
+        target = np.searchsorted(rows, at)          # the partition's next packet
+        kept = np.full(rows.size, NO_SWEEP, dtype=np.int64)
+        inside = target < rows.size
+        np.maximum.at(kept, target[inside], clocks[inside])
+        self.late_sweep = int(clocks[~inside].max()) if (~inside).any() else None
+        return df.filter(pl.Series(own)).with_columns(sweep=pl.Series(kept, dtype=pl.Int64))
 
     def finish(self):
         """End of input: every open connection is finished (:meth:`release` hands them out)."""
