@@ -187,10 +187,11 @@ def test_table3_reno_total_rises_with_n_in_ns2_and_ours():
     assert got == pytest.approx(ref, rel=0.10), (got, ref)
 
 
-def same_files(scenario, tmp, **params):
+def same_files(scenario, tmp, with_result=False, **params):
     """(ours, ns-2) on ``scenario`` (one measured connection), ns-2's background clients sending
     the files ours requested, in the same order (200 more each, drawn from them, in case ns-2's
-    clients ask for more); ``params``: tcpmt.tcl's parameters of the same set-up."""
+    clients ask for more); ``params``: tcpmt.tcl's parameters of the same set-up.
+    ``with_result``: also our whole run's result."""
     r = batch.simulate(scenario, sizes=True)
     write_sizes(tmp, r["sizes"], np.random.default_rng(1))
     ref = ns2(sizes_dir=tmp, **params)
@@ -198,7 +199,7 @@ def same_files(scenario, tmp, **params):
            "timeouts": r["measured"][0]["timeouts"],
            "tracking": tcpmt_claims.tracking(r["series"], 2.0, setup.MEASURED_LINK,
                                              setup.BACKGROUND_LINK)}
-    return got, ref
+    return (got, ref, r) if with_result else (got, ref)
 
 
 @pytest.mark.slow
@@ -241,3 +242,37 @@ def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
         if mode == "tcp":     # the same files: the same background load and measured throughput
             assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (got, ref)
             assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (got, ref)
+
+
+@pytest.mark.slow
+def test_fig11_metacontrol_is_a_driftless_walk_in_ns2_and_ours(tmp_path):
+    """Fig. 11's symmetric metacontrol (claim 25, PT:308 "settles to a common equilibrium
+    A* ~ 6" for nu = 0.01, 0.05, 0.25) with Reno (ns-2 has no TCP Rate), linear schedule, CA
+    coupling, A(0) = a = 1, alpha = 1.05 background calibrated to 5 Mb/s, 3000 s, seed 1, on
+    the same background files. From A = 1, settling near 6 takes a drift: (6 - 1) / nu more
+    up-steps than down-steps, and fewer above 6. In both simulators the steps are a fair coin
+    instead (nu = 0.05: ns-2 746 up / 753 down, ours 752 / 747; nu = 0.25: ns-2 767 / 732,
+    ours 736 / 763; ours with TCP Rate, the paper's flavor, 769 / 730 and 732 / 767), so A ends
+    wherever its walk
+    went (mean over the second half: nu = 0.05 ns-2 1.68, ours 2.57; nu = 0.25 ns-2 8.41, ours
+    2.21), and the throughput on these files is the same (6.37 vs 6.17 Mb/s at nu = 0.05)."""
+    spec11 = tomllib.loads((REPLAYS / "tcpmt_fig11.toml").read_text())
+    base11 = setup.scenario_base(spec11)
+    cal = calibration.calibrate(base11, [(1.05, 5e6)], seed=1, duration=3000.0,
+                                ex=batch.executor(workers=2))[(1.05, 5e6)]
+    for nu in (0.05, 0.25):
+        hook = setup.hook(spec11, metacontrol=True, nu=nu, couple="ca")
+        sc = setup.variant(base11, duration=3000.0, seed=1, background=cal, cc="reno", hook=hook)
+        tmp = tmp_path / f"nu{nu}"
+        tmp.mkdir()
+        got, ref, r = same_files(sc, tmp, with_result=True, duration=3000, seed=1, bg_k=cal.k,
+                                 bg_idle=cal.idle, bg_alpha=cal.alpha, ssc=1, schedule="linear",
+                                 meta=1, nu=nu)
+        steps = np.diff(np.r_[1.0, r["measured"][0]["trace"]["A"]])
+        got["A_up"], got["A_down"] = int((steps > 0).sum()), int((steps <= 0).sum())
+        print(nu, got, ref)
+        up = [side["A_up"] / (side["A_up"] + side["A_down"]) for side in (got, ref)]
+        sd = 0.5 / np.sqrt(got["A_up"] + got["A_down"])         # of a fair coin's share
+        assert all(abs(u - 0.5) < 3 * sd for u in up), (got, ref)
+        assert up[0] == pytest.approx(up[1], abs=4 * sd), (got, ref)
+        assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (got, ref)

@@ -17,12 +17,18 @@
 # sends the file sizes of sizes_dir/client<i>.txt (bytes, one per line) in order instead of
 # drawing them: at alpha = 1.05 a few huge files decide a sample path's load, so the two
 # simulators compare only on the same files.
+# With meta=1, A starts at a and the symmetric metacontrol (sec. 3.5, as sim/ssc.pxi metacontrol)
+# moves it by nu every block: up when the block's delivered bits (gamma) and A moved the same way
+# since the latest earlier block of the same level, down when they moved oppositely, else on in
+# its last direction (upward at first); A_mean and A_sd are over the blocks of the second half,
+# A_up and A_down count the steps (a step below a, reset to a, counts as down).
 # Usage: ns tcpmt.tcl key=value ...   Prints "key value" lines.
 array set P {
   duration 1000 seed 1 clients 32 flavor Reno
   bg_k 252 bg_alpha 1.05 bg_idle 0.16
   rate 10Mb brate {} delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
   ssc 0 schedule threshold theta 4 A 4 period 2.0 levels 8 measured 1 rtt {} sizes_dir {}
+  meta 0 nu 0.05 a 1.0
 }
 # ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
 # windowInit_ 1, minrto_ 0, and syn_ and delay_growth_ false (common.tcl's defaults; both became
@@ -133,8 +139,36 @@ proc level {x} {
   }
   return [expr {$P(levels) - $up}]
 }
+set direction 1.0
+set last_ack -1
+set Atrace {}
+if {$P(meta)} { set P(A) $P(a) }
+array set moves {up 0 down 0}
+proc metacontrol {l1 gamma} {
+  global P metaA metag direction moves
+  set step $direction
+  if {[info exists metaA($l1)]} {
+    set dA [expr {$P(A) - $metaA($l1)}]
+    set dg [expr {$gamma - $metag($l1)}]
+    if {$dA != 0} {
+      if {$dg * $dA > 0} { set step 1.0 } elseif {$dg * $dA < 0} { set step -1.0 }
+    }
+  }
+  set metaA($l1) $P(A)
+  set metag($l1) $gamma
+  set direction $step
+  incr moves([expr {$step > 0 ? "up" : "down"}])
+  set P(A) [expr {$P(A) + $P(nu) * $step}]
+  if {$P(A) < $P(a)} {
+    set P(A) $P(a)
+    set direction 1.0
+  }
+}
 proc ssc_block {} {
-  global ns tcp P prev_level last_bytes cond rowsum
+  global ns tcp P prev_level last_bytes cond rowsum last_ack Atrace
+  set acked [$tcp set ack_]
+  set gamma [expr {8.0 * $P(pkt) * ($acked - $last_ack)}]
+  set last_ack $acked
   set bytes [$tcp set ndatabytes_]
   set l1 [level [expr {8.0 * ($bytes - $last_bytes)}]]
   set last_bytes $bytes
@@ -148,6 +182,10 @@ proc ssc_block {} {
     set s 0.0
     for {set b 1} {$b <= $P(levels)} {incr b} { set s [expr {$s + $b * $cond($l1,$b)}] }
     set l2 [expr {$s / $rowsum($l1)}]
+  }
+  if {$P(meta)} {
+    metacontrol $l1 $gamma
+    lappend Atrace [list [$ns now] $P(A)]
   }
   if {$P(schedule) eq "linear"} {
     set xi [expr {($P(A) - 1.0) / ($P(levels) - 1) * ($P(levels) - $l2) + 1.0}]
@@ -190,7 +228,7 @@ proc correlation {pairs} {
   return [expr {$cxy / sqrt($cxx * $cyy)}]
 }
 proc finish {} {
-  global qmon bgmon mtcp P blocks
+  global qmon bgmon mtcp P blocks Atrace moves
   set arr [$qmon set parrivals_]
   # data packets are all pkt + 40 bytes (ns-2 sends whole segments); byte counters overflow
   puts "link_utilization [expr {8.0 * [$qmon set pdepartures_] * ($P(pkt) + 40) / $P(duration) / [bw_parse $P(brate)]}]"
@@ -199,6 +237,20 @@ proc finish {} {
     puts "throughput_bps [expr {8.0 * ([$mtcp(0) set ack_] + 1) * $P(pkt) / $P(duration)}]"
     puts "timeouts [$mtcp(0) set nrexmit_]"
     puts "tracking [correlation [lrange $blocks 1 end]]"
+  }
+  if {$P(meta)} {
+    set n 0; set sum 0.0; set sq 0.0
+    foreach p $Atrace {
+      if {[lindex $p 0] >= $P(duration) / 2.0} {
+        set x [lindex $p 1]
+        incr n; set sum [expr {$sum + $x}]; set sq [expr {$sq + $x * $x}]
+      }
+    }
+    set mean [expr {$sum / $n}]
+    puts "A_mean $mean"
+    puts "A_sd [expr {sqrt(max(0.0, $sq / $n - $mean * $mean))}]"
+    puts "A_up $moves(up)"
+    puts "A_down $moves(down)"
   }
   set total 0.0
   for {set j 0} {$j < $P(measured)} {incr j} {
