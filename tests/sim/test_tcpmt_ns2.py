@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traceflow.experiments.tcpmt import batch, calibration, measures, setup
+from traceflow.experiments.tcpmt import batch, calibration, measures, setup, tables
 from traceflow.experiments.tcpmt import claims as tcpmt_claims
 
 sys.path.insert(0, str(Path(__file__).with_name("ns2")))
@@ -276,3 +276,70 @@ def test_fig11_metacontrol_is_a_driftless_walk_in_ns2_and_ours(tmp_path):
         assert all(abs(u - 0.5) < 3 * sd for u in up), (got, ref)
         assert up[0] == pytest.approx(up[1], abs=4 * sd), (got, ref)
         assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (got, ref)
+
+
+@pytest.mark.slow
+def test_table2_short_connections_gain_nothing_in_ns2_and_ours(tmp_path):
+    """Table II's short connections (claim 26, PT:299: gains of 25-32 % for Case I, 4.5-25 % for
+    Case II, 6-27 % for Case III over the first 100-2000 s) with Reno, a static linear schedule
+    (A = 4, replays/tcpmt_table2.toml) and CA coupling (ns-2 has no slow-start coupling), on the
+    same background files, seeds 1-2, alpha = 1.05 background calibrated to 5 Mb/s. Case I's
+    a-priori table is each simulator's own 2000 s TCP-MT run on seed + 1000. Gain (bits of the
+    two seeds summed, %) per case at 100 / 500 / 1000 / 2000 s: ours I +1.8 / +0.9 / +0.7 / +1.9,
+    II +0.9 / +0.6 / +1.3 / +3.1, III -0.2 / +0.3 / +1.1 / +2.1; ns-2 I +0.4 / -0.1 / +0.5 /
+    +0.6, II -0.7 / +0.8 / +0.9 / -1.4, III +1.6 / +3.2 / +0.2 / -0.5: in neither simulator does
+    a short TCP-MT connection gain more than a few per cent, whatever it knows in advance
+    (passed in 818 s on a loaded machine)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec2 = tomllib.loads((REPLAYS / "tcpmt_table2.toml").read_text())
+    base2 = setup.scenario_base(spec2)
+    cal = calibration.calibrate(base2, [(1.05, 5e6)], seed=1, duration=3000.0,
+                                ex=batch.executor(workers=2))[(1.05, 5e6)]
+    t0, period, windows, warm = 20.0, 2.0, (100.0, 500.0, 1000.0, 2000.0), {"II": 300, "III": 30}
+    length = t0 + max(warm.values()) + max(windows)
+    common = dict(bg_k=cal.k, bg_idle=cal.idle, bg_alpha=cal.alpha, schedule="linear", A=4,
+                  start=t0)
+    bits = {}                                   # (side, case, window) -> bits over the seeds
+    with ThreadPoolExecutor(1) as pool:         # ns-2 runs beside ours
+        for seed in (1, 2):
+            prior = tmp_path / f"prior{seed}.txt"
+            theirs = pool.submit(ns2, duration=2000, seed=seed + 1000, ssc=1, prior_out=prior,
+                                 **common)
+            mine = batch.simulate(setup.variant(base2, duration=2000.0, seed=seed + 1000,
+                                                background=cal, cc="reno",
+                                                hook=setup.hook(spec2, couple="ca")))
+            theirs.result()
+            p = mine["measured"][0]["prior"]
+            apriori = dict(table=p["condprob"], learn=False, norm="fixed", edges=p["edges"])
+            cases = {"TCP": (setup.OFF, dict(ssc=0)),
+                     "I": (setup.hook(spec2, couple="ca", **apriori), dict(ssc=1, prior_in=prior)),
+                     **{c: (setup.hook(spec2, couple="ca", warmup=float(w)), dict(ssc=1, warmup=w))
+                        for c, w in warm.items()}}
+            for case, (hook, extra) in cases.items():
+                r = batch.simulate(setup.variant(base2, duration=length, seed=seed,
+                                                 background=cal, cc="reno", hook=hook), sizes=True)
+                files, trace = tmp_path / f"files{seed}{case}", tmp_path / f"trace{seed}{case}"
+                files.mkdir()
+                write_sizes(files, r["sizes"], np.random.default_rng(1))
+                ns2(sizes_dir=files, duration=int(length), seed=seed, trace_out=trace,
+                    **common, **extra)
+                blocks = np.loadtxt(trace)
+                traces = (r["measured"][0]["trace"],
+                          {"t": np.round(blocks[:, 0] * 1e9).astype(np.int64),
+                           "gamma": blocks[:, 1]})
+                # plain TCP is measured over each case's windows (after its warm-up)
+                for side, tr in enumerate(traces):
+                    for c in (("I", *warm) if case == "TCP" else (case,)):
+                        for w in windows:
+                            key = (side, c, w, case == "TCP")
+                            bits[key] = bits.get(key, 0.0) + tables.window_bits(
+                                tr, t0, warm.get(c, 0), w, period)
+    gains = {(side, c, w): 100 * (bits[side, c, w, False] / bits[side, c, w, True] - 1)
+             for side in (0, 1) for c in ("I", *warm) for w in windows}
+    print(gains)
+    for side in (0, 1):
+        cells = [g for (s, _, _), g in gains.items() if s == side]
+        assert max(abs(g) for g in cells) < 8.0, gains            # the paper: 4.5 to 31.6 %
+    means = [np.mean([g for (s, _, _), g in gains.items() if s == side]) for side in (0, 1)]
+    assert means[0] == pytest.approx(means[1], abs=3.0), means

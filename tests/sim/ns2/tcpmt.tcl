@@ -22,13 +22,17 @@
 # since the latest earlier block of the same level, down when they moved oppositely, else on in
 # its last direction (upward at first); A_mean and A_sd are over the blocks of the second half,
 # A_up and A_down count the steps (a step below a, reset to a, counts as down).
+# Table II's short connections: the measured sources start at `start` s; for the first `warmup`
+# s after it SSC learns with xi = 1 (Cases II, III); prior_out writes the run's final level edges
+# and CondProb counts to a file, which prior_in reads as an a-priori table (Case I: fixed edges,
+# no learning); trace_out writes each block's end time and delivered bits (gamma).
 # Usage: ns tcpmt.tcl key=value ...   Prints "key value" lines.
 array set P {
   duration 1000 seed 1 clients 32 flavor Reno
   bg_k 252 bg_alpha 1.05 bg_idle 0.16
   rate 10Mb brate {} delay 5ms limit 50 pkt 1000 window 64 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0
   ssc 0 schedule threshold theta 4 A 4 period 2.0 levels 8 measured 1 rtt {} sizes_dir {}
-  meta 0 nu 0.05 a 1.0
+  meta 0 nu 0.05 a 1.0 start 0.0 warmup 0.0 prior_in {} prior_out {} trace_out {}
 }
 # ns-2's defaults before the changes dated in ns-default.tcl (see replays/tcpmt_base.toml):
 # windowInit_ 1, minrto_ 0, and syn_ and delay_growth_ false (common.tcl's defaults; both became
@@ -111,7 +115,7 @@ for {set j 0} {$j < $P(measured)} {incr j} {
   $ns connect $mtcp($j) $sink($j)
   set ftp($j) [new Application/FTP]
   $ftp($j) attach-agent $mtcp($j)
-  $ns at 0.0 "$ftp($j) start"
+  $ns at $P(start) "$ftp($j) start"
 }
 if {$P(measured)} { set tcp $mtcp(0) }
 
@@ -123,22 +127,48 @@ for {set a 1} {$a <= $P(levels)} {incr a} {
   set rowsum($a) 0
   for {set b 1} {$b <= $P(levels)} {incr b} { set cond($a,$b) 0 }
 }
-proc level {x} {
-  # numpy's linear quantiles at k/h of the sorted blocks; a value equal to an edge is more contended
+proc edges {} {
+  # numpy's linear quantiles at k/h of the sorted blocks
   global seen P
-  set seen [lsort -real [concat $seen [list $x]]]
   set nseen [llength $seen]
-  set up 0
+  set out {}
   for {set k 1} {$k < $P(levels)} {incr k} {
     set pos [expr {($nseen - 1) * double($k) / $P(levels)}]
     set i [expr {int(floor($pos))}]
     set frac [expr {$pos - $i}]
     set e [lindex $seen $i]
     if {$i + 1 < $nseen} { set e [expr {$e + $frac * ([lindex $seen [expr {$i + 1}]] - $e)}] }
-    if {$e < $x} { incr up }
+    lappend out $e
   }
+  return $out
+}
+proc level {x} {
+  # a value equal to an edge is more contended
+  global seen P fixed_edges
+  if {$P(prior_in) eq ""} {
+    set seen [lsort -real [concat $seen [list $x]]]
+    set es [edges]
+  } else {
+    set es $fixed_edges
+  }
+  set up 0
+  foreach e $es { if {$e < $x} { incr up } }
   return [expr {$P(levels) - $up}]
 }
+if {$P(prior_in) ne ""} {
+  set f [open $P(prior_in)]
+  foreach line [split [string trim [read $f]] "\n"] {
+    if {[lindex $line 0] eq "edges"} {
+      set fixed_edges [lrange $line 1 end]
+    } else {
+      lassign $line a b count
+      set cond($a,$b) $count
+      incr rowsum($a) $count
+    }
+  }
+  close $f
+}
+set blocks_gamma {}
 set direction 1.0
 set last_ack -1
 set Atrace {}
@@ -165,17 +195,18 @@ proc metacontrol {l1 gamma} {
   }
 }
 proc ssc_block {} {
-  global ns tcp P prev_level last_bytes cond rowsum last_ack Atrace
+  global ns tcp P prev_level last_bytes cond rowsum last_ack Atrace blocks_gamma
   set acked [$tcp set ack_]
   set gamma [expr {8.0 * $P(pkt) * ($acked - $last_ack)}]
   set last_ack $acked
   set bytes [$tcp set ndatabytes_]
   set l1 [level [expr {8.0 * ($bytes - $last_bytes)}]]
   set last_bytes $bytes
-  if {$prev_level > 0} {
+  if {$prev_level > 0 && $P(prior_in) eq ""} {
     incr cond($prev_level,$l1)
     incr rowsum($prev_level)
   }
+  lappend blocks_gamma [list [$ns now] $gamma]
   set prev_level $l1
   set l2 $l1
   if {$rowsum($l1) > 0} {
@@ -187,7 +218,9 @@ proc ssc_block {} {
     metacontrol $l1 $gamma
     lappend Atrace [list [$ns now] $P(A)]
   }
-  if {$P(schedule) eq "linear"} {
+  if {!$P(ssc) || [$ns now] - $P(start) < $P(warmup) - 1e-9} {
+    set xi 1.0
+  } elseif {$P(schedule) eq "linear"} {
     set xi [expr {($P(A) - 1.0) / ($P(levels) - 1) * ($P(levels) - $l2) + 1.0}]
   } else {
     set xi [expr {$l2 <= $P(theta) ? $P(A) : 1.0}]
@@ -195,7 +228,7 @@ proc ssc_block {} {
   $tcp set increase_num_ $xi
   $ns at [expr {[$ns now] + $P(period)}] "ssc_block"
 }
-if {$P(ssc)} { $ns at $P(period) "ssc_block" }
+if {$P(ssc) || $P(trace_out) ne ""} { $ns at [expr {$P(start) + $P(period)}] "ssc_block" }
 
 set qmon [$ns monitor-queue $g1 $g2 ""]
 set bgmon [$ns monitor-queue $g2 $r0 ""]
@@ -228,7 +261,20 @@ proc correlation {pairs} {
   return [expr {$cxy / sqrt($cxx * $cyy)}]
 }
 proc finish {} {
-  global qmon bgmon mtcp P blocks Atrace moves
+  global qmon bgmon mtcp P blocks Atrace moves blocks_gamma cond
+  if {$P(trace_out) ne ""} {
+    set f [open $P(trace_out) w]
+    foreach b $blocks_gamma { puts $f $b }
+    close $f
+  }
+  if {$P(prior_out) ne ""} {
+    set f [open $P(prior_out) w]
+    puts $f "edges [edges]"
+    for {set a 1} {$a <= $P(levels)} {incr a} {
+      for {set b 1} {$b <= $P(levels)} {incr b} { puts $f "$a $b $cond($a,$b)" }
+    }
+    close $f
+  }
   set arr [$qmon set parrivals_]
   # data packets are all pkt + 40 bytes (ns-2 sends whole segments); byte counters overflow
   puts "link_utilization [expr {8.0 * [$qmon set pdepartures_] * ($P(pkt) + 40) / $P(duration) / [bw_parse $P(brate)]}]"
