@@ -5,6 +5,7 @@ import click
 
 from traceflow.cli.options import (Duration, check_stdout, echo_json, filter_options, json_option,
                                    table_output_option)
+from traceflow.scale.parallel import executor_options, resolve_executor
 
 DIRECTION_HELP = "Keep packets by address: src:CIDR or dst:CIDR (e.g. src:10.0.0.0/8, dst:2001:db8::1)."
 
@@ -19,19 +20,23 @@ DIRECTION_HELP = "Keep packets by address: src:CIDR or dst:CIDR (e.g. src:10.0.0
 @click.option("--size", type=click.Choice(["ip_len", "wirelen"]), default="ip_len", show_default=True,
               help="Bytes per packet: IP length (right for truncated captures) or frame length on the wire.")
 @table_output_option("series (t, bytes, packets)")
+@executor_options
 @json_option
-def command(input, bin_, direction, filter_, proto, size, output, head, as_json):
+def command(input, bin_, direction, filter_, proto, size, output, head, executor, workers,
+            scheduler, as_json):
     """Bytes and packets per BIN of a capture, packets table or series table (empty bins are 0).
 
     Bins start at the first packet, so the mean rate (bytes over the span from the first to the
     last packet) is the same at every bin width; time stays integer nanoseconds and timestamps
-    are UTC.
+    are UTC. --workers N bins chunks of one uncompressed capture in N processes at once (the
+    same series; default 1).
 
     \b
     Examples:
       traceflow series trace.pcap --bin 100ms
       traceflow series trace.pcap --bin 1s --proto tcp --filter "sport = 443" -o series.csv
       traceflow series series.parquet --bin 1s -o -
+      traceflow series big.pcap --bin 1ms -o series.parquet --workers 2
     """
     from traceflow import units
     from traceflow.errors import TraceflowError
@@ -45,7 +50,9 @@ def command(input, bin_, direction, filter_, proto, size, output, head, as_json)
     width = bin_
     if table_kind(input) == "capture" or {"ts", "wirelen"} <= set(table_columns(input)):
         # packets: read batch by batch, only the columns needed (memory: one batch + the bins)
-        bins = packet_series(input, width, direction, filter_, proto=proto, size=size)
+        bins = packet_series(input, width, direction, filter_, proto=proto, size=size,
+                             workers=workers or 1, executor=resolve_executor(executor, scheduler),
+                             scheduler=scheduler)
         frame = bins.frame()
         span_ns = bins.hi - bins.lo if bins.lo is not None else 0
     else:

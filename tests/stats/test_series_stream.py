@@ -39,6 +39,46 @@ def test_streamed_series_matches_tshark_io_stat(name):
     assert got[:, 0].sum() > 3 * 256  # several batches
 
 
+def test_workers_bin_chunks_into_the_tshark_series():
+    """``--workers N`` cuts an uncompressed capture at record boundaries into N chunks, bins
+    them in N processes on one grid and adds the counts: tshark's intervals, every one."""
+    from traceflow.stats.series import _chunks
+
+    require_tool("tshark")
+    path = shared_path("captures", "slips_test-cc-capture-1.pcap")
+    assert len(_chunks(path, 2)) == 2 and len(_chunks(path, 3)) >= 2
+    want = _io_stat(path, 0.1)
+    for workers in (2, 3):
+        frame = packet_series(path, "100ms", size="wirelen", workers=workers).frame()
+        assert np.array_equal(frame.select("packets", "bytes").to_numpy(), want)
+    selected = {"proto": "tcp", "filter": "sport = 443"}
+    assert packet_series(path, "7ms", workers=2, **selected).frame().equals(
+        packet_series(path, "7ms", **selected).frame())
+
+
+def test_workers_rebin_when_the_first_packet_is_not_the_earliest(tmp_path):
+    """The capture's second half written before its first: the first chunk's first packet, the
+    grid's edge, is not the earliest, so the chunks are binned again from the earliest, as one
+    pass does. Binning does not depend on the packets' order, so the series is the original
+    capture's (tshark's, test above)."""
+    import dpkt
+
+    path = shared_path("captures", "slips_test-cc-capture-1.pcap")
+    with open(path, "rb") as f:
+        reader = dpkt.pcap.Reader(f)
+        records, linktype, snaplen = list(reader), reader.datalink(), reader.snaplen
+    rotated = tmp_path / "rotated.pcap"
+    with open(rotated, "wb") as f:
+        writer = dpkt.pcap.Writer(f, snaplen=snaplen, linktype=linktype)
+        half = len(records) // 2
+        for ts, buf in records[half:] + records[:half]:
+            writer.writepkt(buf, ts)
+    for width in ("100ms", "7ms"):
+        bins = packet_series(rotated, width, workers=2)
+        assert bins.start is not None                       # binned again
+        assert bins.frame().equals(packet_series(path, width).frame())
+
+
 @pytest.mark.parametrize("selection", [{}, {"proto": "tcp", "filter": "payload_len > 0"},
                                        {"direction": "dst:10.0.0.0/8", "size": "wirelen"}])
 def test_streamed_series_equals_the_whole_table(selection):

@@ -23,12 +23,14 @@ class SeriesBins:
 
     ``start`` / ``end`` (int ns): the covered range ``[start, end)``; packets outside it are not
     counted. By default the range runs from the earliest packet to the latest (+1 ns).
+    ``phase`` (int ns): a bin edge of the grid (default ``start``, else the first packets').
     """
 
-    def __init__(self, width: int, start: int | None = None, end: int | None = None):
+    def __init__(self, width: int, start: int | None = None, end: int | None = None,
+                 phase: int | None = None):
         self.width = int(width)
         self.start, self.end = start, end
-        self.phase = start          # a bin edge (ns); from the first packets when start is None
+        self.phase = start if phase is None else phase  # a bin edge (ns)
         self.blocks = {}            # grid index // BLOCK -> counts and sums (2 x BLOCK int64)
         self.ts_min = self.ts_max = None  # earliest / latest packet added (ns)
 
@@ -65,6 +67,24 @@ class SeriesBins:
             stored = self.blocks[block]
             stored[0, since - base:until - base] += counts[since - first:until - first]
             stored[1, since - base:until - base] += sums[since - first:until - first]
+
+    def merge(self, other: "SeriesBins") -> None:
+        """Add the packets ``other`` counted (same width, range and phase: e.g. the bins of
+        another part of the same capture)."""
+        if (other.width, other.start, other.end) != (self.width, self.start, self.end) or (
+                other.blocks and self.blocks and other.phase != self.phase):
+            raise ValueError("merging series bins of different grids")
+        if other.ts_min is None:
+            return
+        if self.phase is None:
+            self.phase = other.phase
+        for block, stored in other.blocks.items():
+            if block in self.blocks:
+                self.blocks[block] += stored
+            else:
+                self.blocks[block] = stored.copy()
+        self.ts_min = other.ts_min if self.ts_min is None else min(self.ts_min, other.ts_min)
+        self.ts_max = other.ts_max if self.ts_max is None else max(self.ts_max, other.ts_max)
 
     @property
     def lo(self) -> int | None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import copy
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -161,39 +163,92 @@ def _add_packets(bins: SeriesBins, df: pl.DataFrame, size: str) -> None:
 
 
 def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, size="ip_len",
-                  batch_size=1 << 16) -> SeriesBins:
+                  batch_size=1 << 16, workers=1, executor="local", scheduler=None) -> SeriesBins:
     """The link series of a capture or packets table (path), as :func:`link_series` makes it
     from the whole table, read ``batch_size`` packets at a time and only the columns the
     selection and ``size`` need: memory is one batch and the bins, whatever the input's length.
+
+    ``workers`` > 1 (with ``executor``, ``scheduler`` as
+    :func:`traceflow.scale.parallel.iter_tasks`): an uncompressed capture is cut at record
+    boundaries into a chunk per worker (:func:`traceflow.pcap.reader.plan_chunks`), binned at
+    once on one grid and the counts added: the same series.
 
     Returns the :class:`~traceflow.stats.bins.SeriesBins` (``.frame()`` is the series; ``.lo``,
     ``.hi`` the first packet and the last + 1 ns). An input whose earliest packet comes after
     the first batch, off that batch's bin grid, is read twice.
     """
     width = parse_duration(bin)
-    bins = _bin_file(path, SeriesBins(width), direction, filter, proto, size, batch_size)
+    chunks = _chunks(path, workers)
+    task = partial(_bin_part, path=path, direction=direction, filter=filter, proto=proto,
+                   size=size, batch_size=batch_size)
+    if len(chunks) <= 1:
+        bins = task(SeriesBins(width))
+        if not bins.aligned:
+            bins = task(SeriesBins(width, start=bins.lo))
+        return bins
+    from traceflow.scale.parallel import TaskError, iter_tasks
+
+    def run(empty):
+        parts = [None] * len(chunks)
+        for outcome in iter_tasks(task, [(copy.deepcopy(empty), c) for c in chunks],
+                                  executor=executor, workers=workers, scheduler=scheduler,
+                                  progress=False):
+            if not outcome.ok:     # a bad record: the one-line message a single pass gives
+                raise TraceflowError(outcome.error) if outcome.user_error else TaskError(outcome)
+            parts[outcome.index] = outcome.value
+        for part in parts:
+            empty.merge(part)
+        return empty
+
+    # one grid for every chunk: a bin edge at the capture's first packet, which is its
+    # earliest unless the clock steps back (then, as in one pass, bin again from the earliest)
+    bins = run(SeriesBins(width, phase=_first_ts(path, chunks[0])))
     if not bins.aligned:
-        bins = _bin_file(path, SeriesBins(width, start=bins.lo), direction, filter, proto, size,
-                         batch_size)
+        bins = run(SeriesBins(width, start=bins.lo))
     return bins
 
 
-def _bin_file(path, bins, direction, filter, proto, size, batch_size):
+def _chunks(path, workers):
+    """Chunks of a capture for ``workers`` processes (one whole chunk if it cannot be cut)."""
+    import os
+
+    from traceflow.pcap.reader import Chunk, plan_chunks
+
+    if workers is None or workers <= 1 or table_kind(path) != "capture":
+        return [Chunk(str(path))]
+    size = os.stat(path).st_size
+    return plan_chunks(path, target_bytes=max(1 << 20, -(-size // workers)))
+
+
+def _first_ts(path, chunk):
+    """The timestamp (int ns) of the first packet of ``chunk``, None without any."""
+    from traceflow.pcap.reader import iter_batches
+
+    for batch in iter_batches(path, batch_size=1, chunk=chunk):
+        if batch.num_rows:
+            return _ns(pl.from_arrow(batch.select(["ts"]))["ts"].cast(pl.Int64)[0])
+    return None
+
+
+def _bin_part(part, *, path, direction, filter, proto, size, batch_size):
+    """Bin the packets of ``path`` (or of a chunk of it: ``part`` = (bins, chunk)) into
+    ``bins``; returns them (a top-level task, so worker processes can run it)."""
     from traceflow.selection import row_filter
 
+    bins, chunk = part if isinstance(part, tuple) else (part, None)
     expr = row_filter(filter, proto)
     wanted = {"ts", "wirelen", *(["ip_len"] if size == "ip_len" else []),
               *(expr.meta.root_names() if expr is not None else []),
               *([direction.partition(":")[0]] if direction else [])}
-    for df in _packet_batches(path, wanted, batch_size):
+    for df in _packet_batches(path, wanted, batch_size, chunk):
         _add_packets(bins, select_packets(df, direction, filter, proto), size)
     return bins
 
 
-def _packet_batches(path, wanted, batch_size):
-    """Polars frames of the packets of a capture or packets table, in order, with the columns
-    ``wanted`` (all columns when the table lacks one of them, so errors list what it has); a
-    CSV or Arrow IPC table is one frame."""
+def _packet_batches(path, wanted, batch_size, chunk=None):
+    """Polars frames of the packets of a capture (or of its ``chunk``) or packets table, in
+    order, with the columns ``wanted`` (all columns when the table lacks one of them, so errors
+    list what it has); a CSV or Arrow IPC table is one frame."""
     from traceflow.pcap.schema import PACKET_SCHEMA
 
     kind = table_kind(path)
@@ -202,7 +257,7 @@ def _packet_batches(path, wanted, batch_size):
     if kind == "capture":
         from traceflow.pcap.reader import iter_batches  # lazy: the decoder is heavy
 
-        for batch in iter_batches(path, batch_size=batch_size):
+        for batch in iter_batches(path, batch_size=batch_size, chunk=chunk):
             yield pl.from_arrow(batch.select(columns))
     elif kind == "parquet":
         import pyarrow.parquet as pq
