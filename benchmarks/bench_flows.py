@@ -11,7 +11,7 @@ The largest testbed capture is decompressed once (not timed); then, side by side
 - peak resident memory of those two subprocesses (``wait4`` rusage), target: no more than tshark;
 - ``traceflow flows FILE --workers 2`` against ``--workers 1`` on a 4x copy of the capture
   (``scaled_capture.py``), interleaved, best of the runs, wall time (target >= 1.7x) and CPU
-  time of the whole process tree (what the split costs).
+  time of the whole process tree (what the split costs); the same for ``traceflow series``.
 
 Run alone: ``python benchmarks/bench_flows.py [--quick]``.
 """
@@ -51,20 +51,22 @@ def _ours(pcap, out):
 
 
 def _workers(source, tmp, repeats):
-    """Best (wall, CPU) seconds of ``flows --workers 1`` and ``--workers 2`` on a 4x copy of
-    ``source``."""
+    """Best (wall, CPU) seconds of ``flows`` and ``series`` with ``--workers 1`` and
+    ``--workers 2`` on a 4x copy of ``source``: {command: [(wall, CPU) at 1, at 2]}."""
     big = tmp / "x4.pcap"
     subprocess.run([sys.executable, str(Path(__file__).with_name("scaled_capture.py")),
                     str(source), str(big), "--copies", "4"], check=True,
                    stdout=subprocess.DEVNULL)
-    runs = {1: [], 2: []}
+    commands = {"flows": [], "series": ["--bin", "1ms"]}
+    runs = {(c, n): [] for c in commands for n in (1, 2)}
     for _ in range(repeats):
-        for n in runs:
-            runs[n].append(_child([sys.executable, "-P", "-m", "traceflow.cli.main", "flows",
-                                   str(big), "-o", str(tmp / f"w{n}.parquet"), "--workers",
-                                   str(n)])[:2])
+        for (command, n), got in runs.items():
+            got.append(_child([sys.executable, "-P", "-m", "traceflow.cli.main", command,
+                               str(big), *commands[command], "-o",
+                               str(tmp / f"{command}{n}.parquet"), "--workers", str(n)])[:2])
     big.unlink()
-    return [(min(r[0] for r in runs[n]), min(r[1] for r in runs[n])) for n in (1, 2)]
+    return {c: [(min(r[0] for r in runs[c, n]), min(r[1] for r in runs[c, n])) for n in (1, 2)]
+            for c in commands}
 
 
 def _largest_capture():
@@ -119,12 +121,14 @@ def run(quick=False):
     print(f"bench_flows: {label}: ours {ours_s:.3f} s ({ours_cpu:.3f} s CPU), tshark {ts_s:.3f} s "
           f"({ts_cpu:.3f} s CPU; start-up {start_s:.3f} s)", file=sys.stderr)
     target = ">= 10x faster than tshark -z conv,tcp"
-    (one_s, one_cpu), (two_s, two_cpu) = workers
+    rows = []
+    for command, ((one_s, one_cpu), (two_s, two_cpu)) in workers.items():
+        rows += [_row(f"{command} {label} x4: --workers 2 vs 1, wall", two_s, one_s, "s",
+                      one_s / two_s, ">= 1.7x faster", one_s / two_s >= 1.7),
+                 _row(f"{command} {label} x4: --workers 2 vs 1, CPU (all processes)", two_cpu,
+                      one_cpu, "s", one_cpu / two_cpu, "-", True)]
     return [
-        _row(f"flows {label} x4: --workers 2 vs 1, wall", two_s, one_s, "s", one_s / two_s,
-             ">= 1.7x faster", one_s / two_s >= 1.7),
-        _row(f"flows {label} x4: --workers 2 vs 1, CPU (all processes)", two_cpu, one_cpu, "s",
-             one_cpu / two_cpu, "-", True),
+        *rows,
         _row(f"flows {label}: pcap -> flows.parquet, wall", ours_s, work, "s", work / ours_s,
              target, work / ours_s >= 10),
         _row(f"flows {label}: pcap -> flows.parquet, CPU", ours_cpu, work_cpu, "s",
