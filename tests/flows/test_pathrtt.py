@@ -127,7 +127,7 @@ def _kernel_batch(path):
     from traceflow.flows.table import _prepare
     from traceflow.pcap.reader import read_packets
 
-    df = _prepare(pl.from_arrow(read_packets(path)), 1, (0, 1))
+    df = _prepare(pl.from_arrow(read_packets(path)), 1)
     cols = {c: df[c].to_numpy() for c in df.columns}
     cols["sweep"] = StreamClock(300 * 10**9).sweeps(cols["ts"], df.height)
     cols["pos"] = np.arange(df.height)

@@ -375,9 +375,9 @@ cdef class FlowSplitter:
         (uint16),
         ``seq`` (uint32), ``payload``, ``ip_len``, ``wirelen`` (int64).
 
-        Decisions may need packets after the ones fed (a lone-timestamp decision, the expiry
-        clock): unless ``final``, the kernel stops before the first packet it cannot decide yet
-        and returns how many it consumed; feed the rest again in front of the next batch.
+        A lone-timestamp decision may need packets after the ones fed: unless ``final``, the
+        kernel stops before the first packet it cannot decide yet and returns how many it
+        consumed; feed the rest again in front of the next batch.
 
         The expiry sweeps and the look-ahead run on the whole stream's packets, even when the
         splitter is fed only part of it (one hash partition of the endpoint pairs), so that its

@@ -419,12 +419,6 @@ _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "
                     "tsecr"]
 
 
-def _partition(df, part):
-    """The packets of a prepared batch whose endpoint pair is in hash partition ``part`` =
-    (k, n)."""
-    return df if part[1] == 1 else df.filter(_in_partition(part))
-
-
 def _in_partition(part):
     """Whether a packet's endpoint pair is in hash partition ``part`` = (k, n) (expression)."""
     k, n = part
@@ -434,13 +428,12 @@ def _in_partition(part):
     return (ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k
 
 
-def _prepare(df, first_frame, part=(0, 1)):
+def _prepare(df, first_frame):
     """The packets of a batch as the kernels read them: IP packets only, with ``frame`` (the
-    1-based row number in the input), addresses as uint64 halves, nulls filled; only those of
-    hash partition ``part`` (:func:`_partition`)."""
+    1-based row number in the input), addresses as uint64 halves, nulls filled."""
     df = _endpoints(df.select(_PACKET_COLUMNS).with_row_index("frame", offset=first_frame)
                     .filter(pl.col("ip_version").is_not_null()))
-    return _partition(df.select(
+    return df.select(
         pl.col("frame").cast(pl.Int64), ts=pl.col("ts").dt.epoch("ns"), *_ADDR,
         sport=pl.col("sport").fill_null(0), dport=pl.col("dport").fill_null(0),
         has_ports=pl.col("sport").is_not_null().cast(pl.UInt8), proto="proto",
@@ -453,7 +446,7 @@ def _prepare(df, first_frame, part=(0, 1)):
         ip_len=pl.col("ip_len").fill_null(0).cast(pl.Int64),
         wirelen=pl.col("wirelen").cast(pl.Int64),
         has_ts=pl.col("tsval").is_not_null().cast(pl.UInt8),
-        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0)), part)
+        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0))
 
 
 def _endpoints(lf):
