@@ -298,7 +298,8 @@ def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
     -0.900 / -0.895, 584 / 889; 450 ms: ns-2 0.503 / 0.571, -0.744 / -0.798, 162 / 212, ours
     0.454 / 0.540, -0.723 / -0.800, 182 / 244 (gain ns-2 -5.1 % -> +13.5 %, ours +3.4 % ->
     +18.9 %). (This test's first record had ns-2 6.44 / 6.18, 0.509 / 0.569, gain -4.0 % ->
-    +12.0 %, with ours the same to the digit; which input differed then is not known.)"""
+    +12.0 %, with ours the same to the digit; the code before the shared cells gives 6.12 too, on
+    the 30 ms SSC cell, so which input differed then is not known.)"""
     runs = same_files_runs([(1.05, rtt, "reno", mt) for rtt in (0.03, 0.45) for mt in (False, True)],
                            tmp_path)
     for r in sides(runs):
