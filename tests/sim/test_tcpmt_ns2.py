@@ -40,6 +40,7 @@
    more connections fill the link and the total keeps rising; the paper's totals (13.0 Mb/s at n = 2,
    peak 14.1 at n = 6, 10.0 at n = 18) leave a fifth to a half of the link unused.
 """
+import functools
 import shutil
 import subprocess
 import sys
@@ -62,10 +63,21 @@ pytestmark = pytest.mark.skipif(shutil.which("ns") is None,
                                 reason="needs ns-2 ('ns' on PATH: apt-get install ns2)")
 
 
-def ns2(**params):
-    cmd = ["ns", str(TCL), *(f"{k}={v}" for k, v in params.items())]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=3000).stdout
+def ns2_start(**params):
+    """tcpmt.tcl with ``params``, started (its result: :func:`ns2_result`)."""
+    return subprocess.Popen(["ns", str(TCL), *(f"{k}={v}" for k, v in params.items())],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def ns2_result(proc):
+    out, err = proc.communicate(timeout=3000)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, out, err)
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
+def ns2(**params):
+    return ns2_result(ns2_start(**params))
 
 
 def base():
@@ -187,61 +199,187 @@ def test_table3_reno_total_rises_with_n_in_ns2_and_ours():
     assert got == pytest.approx(ref, rel=0.10), (got, ref)
 
 
-def same_files(scenario, tmp, with_result=False, **params):
-    """(ours, ns-2) on ``scenario`` (one measured connection), ns-2's background clients sending
-    the files ours requested, in the same order (200 more each, drawn from them, in case ns-2's
-    clients ask for more); ``params``: tcpmt.tcl's parameters of the same set-up.
-    ``with_result``: also our whole run's result."""
-    r = batch.simulate(scenario, sizes=True)
-    write_sizes(tmp, r["sizes"], np.random.default_rng(1))
-    ref = ns2(sizes_dir=tmp, **params)
-    got = {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
-           "timeouts": r["measured"][0]["timeouts"],
-           "tracking": tcpmt_claims.tracking(r["series"], 2.0, setup.MEASURED_LINK,
-                                             setup.BACKGROUND_LINK)}
-    return (got, ref, r) if with_result else (got, ref)
+# Figs. 8-10 on the same background files: TCP-MT where ns-2 can run it, a static linear schedule
+# (A = 6, the paper's A*, CA coupling) on Reno; ns-2 has neither TCP Rate nor the metacontrol, and
+# its Vegas no slope to couple (tcp-vegas.cc's congestion avoidance adds 1/cwnd, not
+# increase_num_/cwnd as Reno's opencwnd does)
+TCPMT = {"experiment": {"ssc": {"schedule": "linear", "metacontrol": False, "period": 2.0,
+                                "levels": 8}}}
+SAME_FILES_S = 3000.0
+ALPHAS = (1.05, 1.45, 1.95)
+TCL_FLAVOR = {"reno": "Reno", "vegas": "Vegas"}
+_CELLS = {}   # (alpha, rtt, flavor, tcpmt) -> (ours, ns-2): the tests of one session share runs
+
+
+def tcpmt_base():
+    """Figs. 8-10's scenario: replays/tcpmt_base.toml (their files override no table)."""
+    return setup.scenario_base(tomllib.loads((REPLAYS / "tcpmt_fig10.toml").read_text()))
+
+
+@functools.cache
+def same_files_backgrounds():
+    """{alpha: Background} for ALPHAS at 5 Mb/s alone over SAME_FILES_S s, seed 1, as Fig. 10's
+    runner sets them (tcpmt/gain.py): alpha = 1.05 by its idle time, the others at that idle time
+    by k. Measured: 1.05 k 146.6 B, idle 0.284 s; 1.45 k 1896 B; 1.95 k 3377 B."""
+    return calibration.backgrounds(tcpmt_base(), list(ALPHAS), 5e6, seed=1, duration=SAME_FILES_S,
+                                   ex=batch.executor(workers=2))
+
+
+def same_files_cell(base, bg, *, rtt, flavor, tcpmt):
+    """(our scenario, tcpmt.tcl's parameters) of one run: the measured ``flavor`` (plain, or
+    TCP-MT as above) at propagation RTT ``rtt`` beside background ``bg``, SAME_FILES_S s, seed 1."""
+    hook = setup.hook(TCPMT, A=6.0, couple="ca") if tcpmt else setup.OFF
+    sc = setup.variant(base, duration=SAME_FILES_S, seed=1, background=bg, cc=flavor, rtt=rtt,
+                       hook=hook)
+    params = dict(duration=int(SAME_FILES_S), seed=1, bg_k=bg.k, bg_idle=bg.idle, bg_alpha=bg.alpha,
+                  rtt=rtt, flavor=TCL_FLAVOR[flavor])
+    if tcpmt:
+        params.update(ssc=1, schedule="linear", A=6)
+    return sc, params
+
+
+def same_files(cells, tmp, extra=None):
+    """{key: (ours, ns-2)} for ``cells`` {key: (scenario with one measured connection, tcpmt.tcl's
+    parameters of the same set-up)}: ns-2's background clients send the files ours requested, in
+    the same order (200 more each, drawn from them, in case ns-2's clients ask for more). ns-2
+    runs a cell while ours runs the next (two processes: the machine's two cores). ``extra``:
+    a function of our run's result giving more measures of ours."""
+    runs, pending = {}, None
+    for i, (key, (scenario, params)) in enumerate(cells.items()):
+        r = batch.simulate(scenario, sizes=True)
+        sizes = Path(tmp) / f"sizes{i}"
+        sizes.mkdir()
+        write_sizes(sizes, r["sizes"], np.random.default_rng(1))
+        got = {"throughput_bps": measures.reliable(r), "background_bps": r["summary"]["background_bps"],
+               "timeouts": r["measured"][0]["timeouts"],
+               "tracking": tcpmt_claims.tracking(r["series"], 2.0, setup.MEASURED_LINK,
+                                                 setup.BACKGROUND_LINK), **(extra(r) if extra else {})}
+        if pending is not None:
+            runs[pending[0]] = (pending[1], ns2_result(pending[2]))
+        pending = (key, got, ns2_start(sizes_dir=sizes, **params))
+    if pending is not None:
+        runs[pending[0]] = (pending[1], ns2_result(pending[2]))
+    return runs
+
+
+def same_files_runs(keys, tmp):
+    """{(alpha, rtt, flavor, tcpmt): (ours, ns-2)} on the same files (:func:`same_files`), runs of
+    earlier tests reused; printed."""
+    bgs, base = same_files_backgrounds(), tcpmt_base()
+    todo = {k: same_files_cell(base, bgs[k[0]], rtt=k[1], flavor=k[2], tcpmt=k[3])
+            for k in dict.fromkeys(keys) if k not in _CELLS}
+    _CELLS.update(same_files(todo, tmp))
+    runs = {k: _CELLS[k] for k in keys}
+    print(runs)
+    return runs
+
+
+def sides(runs):
+    """(ours, ns-2) views {key: measures} of :func:`same_files_runs`' result."""
+    return tuple({k: v[side] for k, v in runs.items()} for side in (0, 1))
+
+
+def assert_same_operating_point(runs, keys):
+    """On the same files, ours within 0.1 of ns-2's tracking, 15 % of its throughput and 5 % of
+    its background load at ``keys``."""
+    for key in keys:
+        got, ref = runs[key]
+        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.1), (key, got, ref)
+        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (key, got, ref)
+        assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (key, got, ref)
 
 
 @pytest.mark.slow
 def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
     """Figs. 8-9's set-up (claims 23-24) with Reno, on the same background files in both
-    simulators: TCP-MT as a static linear schedule (A = 6, the paper's A*, CA coupling; ns-2 has
-    neither TCP Rate nor the metacontrol), alpha = 1.05 background calibrated to 5 Mb/s, 3000 s,
-    seed 1, RTT 30 and 450 ms. In both, tracking weakens as the RTT grows (PT:259), SSC moves it
-    toward -1 at 450 ms, and the gain grows with the RTT (PT:274): measured, plain / SSC,
-    30 ms: ns-2 6.44 / 6.18 Mb/s, tracking -0.963 / -0.961, ours 6.08 / 6.29, -0.900 / -0.895;
-    450 ms: ns-2 0.509 / 0.569, -0.750 / -0.796, ours 0.454 / 0.540, -0.723 / -0.800 (gain
-    ns-2 -4.0 % -> +12.0 %, ours +3.4 % -> +18.9 %)."""
-    spec9 = tomllib.loads((REPLAYS / "tcpmt_fig9.toml").read_text())
-    base9 = setup.scenario_base(spec9)
-    cal = calibration.calibrate(base9, [(1.05, 5e6)], seed=1, duration=3000.0,
-                                ex=batch.executor(workers=2))[(1.05, 5e6)]
-    spec = {"experiment": {"ssc": {"schedule": "linear", "metacontrol": False, "period": 2.0,
-                                   "levels": 8}}}
-    runs = {}
-    for rtt in (0.03, 0.45):
-        for mode, hook, extra in (("tcp", setup.OFF, {}),
-                                  ("ssc", setup.hook(spec, A=6.0, couple="ca"),
-                                   {"ssc": 1, "schedule": "linear", "A": 6})):
-            tmp = tmp_path / f"{rtt}-{mode}"
-            tmp.mkdir()
-            sc = setup.variant(base9, duration=3000.0, seed=1, background=cal, cc="reno", rtt=rtt,
-                               hook=hook)
-            runs[rtt, mode] = same_files(sc, tmp, duration=3000, seed=1, bg_k=cal.k,
-                                         bg_idle=cal.idle, bg_alpha=cal.alpha, rtt=rtt, **extra)
-    print(runs)
-    for side in (0, 1):                                       # 0: ours, 1: ns-2
-        r = {k: v[side] for k, v in runs.items()}
-        assert r[0.45, "tcp"]["tracking"] >= r[0.03, "tcp"]["tracking"] + 0.1, r
-        assert r[0.45, "ssc"]["tracking"] < r[0.45, "tcp"]["tracking"], r
-        gain = {rtt: r[rtt, "ssc"]["throughput_bps"] / r[rtt, "tcp"]["throughput_bps"] - 1
-                for rtt in (0.03, 0.45)}
+    simulators: TCP-MT as above, alpha = 1.05 background calibrated to 5 Mb/s, 3000 s, seed 1, RTT
+    30 and 450 ms. In both, tracking weakens as the RTT grows (PT:259), SSC moves it toward -1 at
+    450 ms, and the gain grows with the RTT (PT:274): measured, plain / SSC,
+    30 ms: ns-2 6.45 / 6.12 Mb/s, tracking -0.963 / -0.962, timeouts 354 / 841, ours 6.08 / 6.29,
+    -0.900 / -0.895, 584 / 889; 450 ms: ns-2 0.503 / 0.571, -0.744 / -0.798, 162 / 212, ours
+    0.454 / 0.540, -0.723 / -0.800, 182 / 244 (gain ns-2 -5.1 % -> +13.5 %, ours +3.4 % ->
+    +18.9 %). (This test's first record had ns-2 6.44 / 6.18, 0.509 / 0.569, gain -4.0 % ->
+    +12.0 %, with ours the same to the digit; the code before the shared cells gives 6.12 too, on
+    the 30 ms SSC cell, so which input differed then is not known.)"""
+    runs = same_files_runs([(1.05, rtt, "reno", mt) for rtt in (0.03, 0.45) for mt in (False, True)],
+                           tmp_path)
+    for r in sides(runs):
+        plain = {rtt: r[1.05, rtt, "reno", False] for rtt in (0.03, 0.45)}
+        mt = {rtt: r[1.05, rtt, "reno", True] for rtt in (0.03, 0.45)}
+        assert plain[0.45]["tracking"] >= plain[0.03]["tracking"] + 0.1, r
+        assert mt[0.45]["tracking"] < plain[0.45]["tracking"], r
+        gain = {rtt: mt[rtt]["throughput_bps"] / plain[rtt]["throughput_bps"] - 1 for rtt in plain}
         assert gain[0.45] >= gain[0.03] + 0.05, gain
-    for (rtt, mode), (got, ref) in runs.items():
-        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.1), (rtt, mode, got, ref)
-        if mode == "tcp":     # the same files: the same background load and measured throughput
-            assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (got, ref)
-            assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (got, ref)
+    for key, (got, ref) in runs.items():
+        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.1), (key, got, ref)
+    assert_same_operating_point(runs, [(1.05, rtt, "reno", False) for rtt in (0.03, 0.45)])
+
+
+@pytest.mark.slow
+def test_fig8_vegas_against_reno_on_the_same_files(tmp_path):
+    """Fig. 8(a)'s order (claim 23, PT:259: Rate tracks best, then Vegas, then Reno) for Vegas and
+    Reno, plain, on the same files as above (ns-2 has no TCP Rate). Vegas: ns-2's defaults
+    (alpha 1, beta 3, gamma 1, as sim/scenario_tcp.py); its packets 1040 bytes on the wire in both
+    (tcpmt.tcl). Measured (throughput Mb/s, tracking, timeouts):
+    30 ms: Reno ns-2 6.45, -0.963, 354; ours 6.08, -0.900, 584;
+           Vegas ns-2 4.55, -0.995, 1; ours 1.13, -0.038, 11;
+    450 ms: Reno ns-2 0.503, -0.744, 162; ours 0.454, -0.723, 182;
+            Vegas ns-2 0.345, -0.473, 56; ours 0.164, -0.333, 23.
+    What holds in both: Vegas carries less than Reno at both RTTs (PT:274 has Vegas use more of
+    the available bandwidth), and at 450 ms Vegas tracks worse than Reno (the paper's order
+    reversed). At 30 ms they differ: ns-2's Vegas tracks better than Reno (the paper's order) and
+    ours barely tracks, on three sample paths (the measured path 0 / 0.2 / 0.4 us longer): ns-2
+    4.55 / 4.52 / 4.50 Mb/s, tracking -0.995 / -0.993 / -0.991, 1 / 9 / 16 timeouts; ours 1.13 /
+    1.21 / 2.25, -0.038 / -0.385 / -0.717, 11 / 34 / 48. Ours falls into a trap of ns-2's Vegas,
+    which it reproduces: after a timeout, go-back-N fills the receiver's hole, the cumulative ACK
+    closes a Vegas round ~2 packet times after it began with no RTT sample in it, BaseRTT becomes
+    that interval (1.7 ms at 105 s on the first path), and Diff ~ cwnd then holds cwnd at 2-3
+    segments until a round with one packet in flight resets BaseRTT (ours: cwnd <= 3 over 53 % of
+    the run). ns-2 falls into it too with 1000-byte Vegas packets (its default, 4 % smaller than
+    the background's; 25 timeouts, cwnd 2.625 from 499 s, 62 % of the run: 1.56 Mb/s, tracking
+    -0.341), but not with the 1040 bytes ours sends. Why ours times out more (as with Reno: 584 vs
+    354) is open, so plain Vegas's level is not compared; at 450 ms the paths 0.2 / 0.4 us longer
+    give ns-2 0.103 / 0.311 Mb/s, tracking +0.017 / -0.527, ours 0.252 / 0.151, -0.309 / -0.318.
+    Only the background's load (the same files) is compared for Vegas."""
+    rtts = (0.03, 0.45)
+    runs = same_files_runs([(1.05, rtt, fl, False) for rtt in rtts for fl in ("reno", "vegas")],
+                           tmp_path)
+    for r in sides(runs):
+        reno = {rtt: r[1.05, rtt, "reno", False] for rtt in rtts}
+        vegas = {rtt: r[1.05, rtt, "vegas", False] for rtt in rtts}
+        for rtt in rtts:
+            assert vegas[rtt]["throughput_bps"] < reno[rtt]["throughput_bps"], (rtt, reno, vegas)
+        assert vegas[0.45]["tracking"] >= reno[0.45]["tracking"] + 0.1, (reno, vegas)
+    for rtt in rtts:
+        got, ref = runs[1.05, rtt, "vegas", False]
+        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (got, ref)
+    assert_same_operating_point(runs, [(1.05, rtt, "reno", False) for rtt in rtts])
+
+
+@pytest.mark.slow
+def test_fig10_gain_vs_alpha_on_the_same_files(tmp_path):
+    """Fig. 10's set-up (claim 24's long-range dependence part, PT:283) with Reno and TCP-MT as
+    above on the same files, the base RTT (30 ms; the paper names no other for Fig. 10), the
+    backgrounds of :func:`same_files_backgrounds`, 3000 s, seed 1. Measured, alpha = 1.05 / 1.45 /
+    1.95, plain Reno: ns-2 6.45 / 4.90 / 5.06 Mb/s, tracking -0.963 / -0.852 / -0.729, background
+    2.97 / 3.91 / 3.79 Mb/s, timeouts 354 / 938 / 913; ours 6.08 / 4.50 / 4.69, -0.900 / -0.821 /
+    -0.730, 2.94 / 3.94 / 3.90, 584 / 1192 / 1103; gain of TCP-MT ns-2 -5.1 / +1.0 / -5.1 %, ours
+    +3.4 / +1.9 / -4.2 %.
+    PT:283's "gain increases by a factor of two or more for alpha = 1.05" holds in neither: no gain
+    reaches 5 %; ours falls with alpha, ns-2's does not (1.05 below 1.45). What both show: the gain
+    is at most +5 % at every alpha and negative at 1.95; plain Reno carries most beside the
+    alpha = 1.05 background (PT:283 says plain TCP does better at 1.95) and tracks it best, its
+    tracking weakening step by step as alpha grows; ours within 15 % / 0.1 of ns-2 (plain)."""
+    runs = same_files_runs([(a, 0.03, "reno", mt) for a in ALPHAS for mt in (False, True)], tmp_path)
+    for r in sides(runs):
+        plain = [r[a, 0.03, "reno", False] for a in ALPHAS]
+        gain = [r[a, 0.03, "reno", True]["throughput_bps"] / p["throughput_bps"] - 1
+                for a, p in zip(ALPHAS, plain)]
+        assert max(gain) <= 0.05 and gain[-1] < 0, gain
+        assert all(p["throughput_bps"] <= 0.9 * plain[0]["throughput_bps"] for p in plain[1:]), plain
+        track = [p["tracking"] for p in plain]
+        assert all(b >= a + 0.05 for a, b in zip(track, track[1:])), track
+    assert_same_operating_point(runs, [(a, 0.03, "reno", False) for a in ALPHAS])
 
 
 @pytest.mark.slow
@@ -260,17 +398,21 @@ def test_fig11_metacontrol_is_a_driftless_walk_in_ns2_and_ours(tmp_path):
     base11 = setup.scenario_base(spec11)
     cal = calibration.calibrate(base11, [(1.05, 5e6)], seed=1, duration=3000.0,
                                 ex=batch.executor(workers=2))[(1.05, 5e6)]
+    cells = {}
     for nu in (0.05, 0.25):
         hook = setup.hook(spec11, metacontrol=True, nu=nu, couple="ca")
-        sc = setup.variant(base11, duration=3000.0, seed=1, background=cal, cc="reno", hook=hook)
-        tmp = tmp_path / f"nu{nu}"
-        tmp.mkdir()
-        got, ref, r = same_files(sc, tmp, with_result=True, duration=3000, seed=1, bg_k=cal.k,
-                                 bg_idle=cal.idle, bg_alpha=cal.alpha, ssc=1, schedule="linear",
-                                 meta=1, nu=nu)
-        steps = np.diff(np.r_[1.0, r["measured"][0]["trace"]["A"]])
-        got["A_up"], got["A_down"] = int((steps > 0).sum()), int((steps <= 0).sum())
-        print(nu, got, ref)
+        cells[nu] = (setup.variant(base11, duration=3000.0, seed=1, background=cal, cc="reno",
+                                   hook=hook),
+                     dict(duration=3000, seed=1, bg_k=cal.k, bg_idle=cal.idle, bg_alpha=cal.alpha,
+                          ssc=1, schedule="linear", meta=1, nu=nu))
+
+    def steps(r):
+        moves = np.diff(np.r_[1.0, r["measured"][0]["trace"]["A"]])
+        return {"A_up": int((moves > 0).sum()), "A_down": int((moves <= 0).sum())}
+
+    runs = same_files(cells, tmp_path, extra=steps)
+    print(runs)
+    for nu, (got, ref) in runs.items():
         up = [side["A_up"] / (side["A_up"] + side["A_down"]) for side in (got, ref)]
         sd = 0.5 / np.sqrt(got["A_up"] + got["A_down"])         # of a fair coin's share
         assert all(abs(u - 0.5) < 3 * sd for u in up), (got, ref)
@@ -290,8 +432,6 @@ def test_table2_short_connections_gain_nothing_in_ns2_and_ours(tmp_path):
     +0.6, II -0.7 / +0.8 / +0.9 / -1.4, III +1.6 / +3.2 / +0.2 / -0.5: in neither simulator does
     a short TCP-MT connection gain more than a few per cent, whatever it knows in advance
     (passed in 818 s on a loaded machine)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     spec2 = tomllib.loads((REPLAYS / "tcpmt_table2.toml").read_text())
     base2 = setup.scenario_base(spec2)
     cal = calibration.calibrate(base2, [(1.05, 5e6)], seed=1, duration=3000.0,
@@ -300,41 +440,39 @@ def test_table2_short_connections_gain_nothing_in_ns2_and_ours(tmp_path):
     length = t0 + max(warm.values()) + max(windows)
     common = dict(bg_k=cal.k, bg_idle=cal.idle, bg_alpha=cal.alpha, schedule="linear", A=4,
                   start=t0)
-    bits = {}                                   # (side, case, window) -> bits over the seeds
-    with ThreadPoolExecutor(1) as pool:         # ns-2 runs beside ours
-        for seed in (1, 2):
-            prior = tmp_path / f"prior{seed}.txt"
-            theirs = pool.submit(ns2, duration=2000, seed=seed + 1000, ssc=1, prior_out=prior,
-                                 **common)
-            mine = batch.simulate(setup.variant(base2, duration=2000.0, seed=seed + 1000,
-                                                background=cal, cc="reno",
-                                                hook=setup.hook(spec2, couple="ca")))
-            theirs.result()
-            p = mine["measured"][0]["prior"]
-            apriori = dict(table=p["condprob"], learn=False, norm="fixed", edges=p["edges"])
-            cases = {"TCP": (setup.OFF, dict(ssc=0)),
-                     "I": (setup.hook(spec2, couple="ca", **apriori), dict(ssc=1, prior_in=prior)),
-                     **{c: (setup.hook(spec2, couple="ca", warmup=float(w)), dict(ssc=1, warmup=w))
-                        for c, w in warm.items()}}
-            for case, (hook, extra) in cases.items():
-                r = batch.simulate(setup.variant(base2, duration=length, seed=seed,
-                                                 background=cal, cc="reno", hook=hook), sizes=True)
-                files, trace = tmp_path / f"files{seed}{case}", tmp_path / f"trace{seed}{case}"
-                files.mkdir()
-                write_sizes(files, r["sizes"], np.random.default_rng(1))
-                ns2(sizes_dir=files, duration=int(length), seed=seed, trace_out=trace,
-                    **common, **extra)
-                blocks = np.loadtxt(trace)
-                traces = (r["measured"][0]["trace"],
-                          {"t": np.round(blocks[:, 0] * 1e9).astype(np.int64),
-                           "gamma": blocks[:, 1]})
-                # plain TCP is measured over each case's windows (after its warm-up)
-                for side, tr in enumerate(traces):
-                    for c in (("I", *warm) if case == "TCP" else (case,)):
-                        for w in windows:
-                            key = (side, c, w, case == "TCP")
-                            bits[key] = bits.get(key, 0.0) + tables.window_bits(
-                                tr, t0, warm.get(c, 0), w, period)
+    bits = {}                        # (side, case, window, plain TCP?) -> bits over the seeds
+    for seed in (1, 2):
+        prior = tmp_path / f"prior{seed}.txt"
+        theirs = ns2_start(duration=2000, seed=seed + 1000, ssc=1, prior_out=prior, **common)
+        mine = batch.simulate(setup.variant(base2, duration=2000.0, seed=seed + 1000,
+                                            background=cal, cc="reno",
+                                            hook=setup.hook(spec2, couple="ca")))
+        ns2_result(theirs)
+        p = mine["measured"][0]["prior"]
+        apriori = dict(table=p["condprob"], learn=False, norm="fixed", edges=p["edges"])
+        cases = {"TCP": (setup.OFF, dict(ssc=0)),
+                 "I": (setup.hook(spec2, couple="ca", **apriori), dict(ssc=1, prior_in=prior)),
+                 **{c: (setup.hook(spec2, couple="ca", warmup=float(w)), dict(ssc=1, warmup=w))
+                    for c, w in warm.items()}}
+        cells = {case: (setup.variant(base2, duration=length, seed=seed, background=cal,
+                                      cc="reno", hook=hook),
+                        dict(duration=int(length), seed=seed,
+                             trace_out=tmp_path / f"trace{seed}{case}", **common, **extra))
+                 for case, (hook, extra) in cases.items()}
+        (tmp_path / f"seed{seed}").mkdir()
+        runs = same_files(cells, tmp_path / f"seed{seed}",
+                          extra=lambda r: {"trace": r["measured"][0]["trace"]})
+        for case, (got, _) in runs.items():
+            blocks = np.loadtxt(cells[case][1]["trace_out"])
+            traces = (got["trace"], {"t": np.round(blocks[:, 0] * 1e9).astype(np.int64),
+                                     "gamma": blocks[:, 1]})
+            # plain TCP is measured over each case's windows (after its warm-up)
+            for side, tr in enumerate(traces):
+                for c in (("I", *warm) if case == "TCP" else (case,)):
+                    for w in windows:
+                        key = (side, c, w, case == "TCP")
+                        bits[key] = bits.get(key, 0.0) + tables.window_bits(
+                            tr, t0, warm.get(c, 0), w, period)
     gains = {(side, c, w): 100 * (bits[side, c, w, False] / bits[side, c, w, True] - 1)
              for side in (0, 1) for c in ("I", *warm) for w in windows}
     print(gains)

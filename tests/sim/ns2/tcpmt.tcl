@@ -109,6 +109,9 @@ for {set j 0} {$j < $P(measured)} {incr j} {
   $ns queue-limit $m($j) $g1 1000
   $ns queue-limit $g1 $m($j) 1000
   set mtcp($j) [new $agent($P(flavor))]
+  # Vegas's output() adds no header to packetSize_ (tcp-vegas.cc): 1040 bytes on the wire, like
+  # the Reno agents' pkt + 40 and our segments; it still acknowledges, and we count, pkt per packet
+  if {$P(flavor) eq "Vegas"} { $mtcp($j) set packetSize_ [expr {$P(pkt) + 40}] }
   set sink($j) [new Agent/TCPSink]
   $ns attach-agent $m($j) $mtcp($j)
   $ns attach-agent $r1 $sink($j)
