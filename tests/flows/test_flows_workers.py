@@ -40,6 +40,19 @@ def test_partitions_expire_on_the_whole_streams_clock(idle_timeout):
                          batch_size=batch_size).equals(whole)
 
 
+def test_partitions_give_the_single_pass_table_on_every_shared_capture():
+    """Every shared capture (pcap and pcapng, with and without clock steps), idle timeout 5 s,
+    3 partitions in small batches: the single pass's table, every column."""
+    from conftest import CAPTURES
+
+    paths = sorted(p for p in CAPTURES.glob("*.pcap*")) if CAPTURES.is_dir() else []
+    if not paths:
+        pytest.skip("needs ../shared/datasets/captures (not present)")
+    for path in paths:
+        whole = flows(path, idle_timeout=5.0)
+        assert flows(path, idle_timeout=5.0, partitions=3, batch_size=1000).equals(whole), path
+
+
 def test_cli_workers_matches_tshark_conversations(tmp_path):
     require_tool("tshark")
     path = shared_path("captures", "slips_test-cc-capture-1.pcap")
