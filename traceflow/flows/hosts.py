@@ -577,21 +577,25 @@ def _initial_rto(gaps):
 
 def _ack_counts(df):
     """For :func:`_segments_per_ack`: new data segments and acknowledgment advances of the
-    connections ``df``, beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and
-    all of them: [late segments, late ACKs, segments, ACKs]."""
-    new_data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
-                .with_columns(end=pl.col("rel_seq") + pl.col("payload_len"))
+    connections ``df`` (in (conn, ts) order, as :func:`connections` and :func:`annotate` leave
+    them), beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and all of them:
+    [late segments, late ACKs, segments, ACKs]. One collect for the four counts."""
+    lf = df.lazy()
+    new_data = (lf.filter(pl.col("sender") & (pl.col("payload_len") > 0))
+                .select("conn", end=pl.col("rel_seq") + pl.col("payload_len"))
                 .with_columns(prev=_shift_in_run(_cum_max_in_run(pl.col("end"))).fill_null(0))
                 .filter(pl.col("end") > pl.col("prev"))
                 .with_columns(k=_rank_in_run()))
-    acks = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0)).sort("conn", "ts")
+    acks = (lf.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0))
+            .select("conn", "rel_ack")
             .with_columns(prev=_shift_in_run(pl.col("rel_ack")).fill_null(0))
             .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
     # the ACKs of the later segments: those above the end of the quick-ACK segments
     late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
     late_data = new_data.filter(pl.col("k") >= QUICKACK_SEGMENTS)
     late_acks = acks.join(late, on="conn").filter(pl.col("rel_ack") > pl.col("quick"))
-    return np.array([late_data.height, late_acks.height, new_data.height, acks.height])
+    counts = pl.collect_all([f.select(pl.len()) for f in (late_data, late_acks, new_data, acks)])
+    return np.array([c.item() for c in counts])
 
 
 def _segments_per_ack(late_data, late_acks, new_data, acks):

@@ -11,7 +11,7 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
   inference reads, lengths and connection ids in 32 bits). When the flow table hands out a
   finished connection, its packets leave the buffer and are reduced: end-host facts
   (:class:`traceflow.flows.hosts.HostFacts`), request/response exchanges
-  (:func:`traceflow.models.sessions.exchange_counts`) and, from the packets of its data sender,
+  (:func:`traceflow.models.sessions.exchange_totals`) and, from the packets of its data sender,
   the data-direction bytes per 10 ms (:class:`Bins`).
 
 The reductions run in one worker thread, in the order the connections were handed out, while
@@ -254,16 +254,15 @@ class PacketPass:
         ``self`` but ``hosts``, which only this thread uses until the end of the input); returns
         the exchanges and the data sender's packets for :meth:`_apply_one`."""
         from traceflow.flows.hosts import annotate
-        from traceflow.models.sessions import exchange_counts
+        from traceflow.models.sessions import exchange_totals
 
         df = annotate(conns.with_columns(pl.col(_NARROW).cast(pl.Int64)), self.origin)
         if self.hosts is not None:
             self.hosts.add(df)
         if not self.keep_flows:
             return None
-        ex = exchange_counts(df)["exchanges"]
         sent = df.filter(pl.col("sender"))
-        return (int(ex.sum()), ex.len(), sent["ts"].cast(pl.Int64).to_numpy(),
+        return (*exchange_totals(df), sent["ts"].cast(pl.Int64).to_numpy(),
                 sent["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
 
     def _apply_one(self):
