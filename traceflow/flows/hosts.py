@@ -202,6 +202,10 @@ def _rank_in_run():
     return i - pl.when(~_in_run()).then(i).forward_fill()
 
 
+#: the parts of :class:`HostFacts` kept as counts of their distinct rows
+_COUNTED = ("mss", "per_conn", "rwnd", "options")
+
+
 class HostFacts:
     """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
     whole connections (:func:`connections` / :func:`annotate` output; every connection in one
@@ -211,7 +215,11 @@ class HostFacts:
     The first flight (:func:`_initial_window`) is cut at half the sender leg's 5th percentile over
     *all* connections, known only at the end: each connection keeps the points where its highest
     sequence number sent grows, up to half the largest sender leg seen so far, which bounds that
-    percentile unless 95 % of the later connections have a longer leg than every earlier one."""
+    percentile unless 95 % of the later connections have a longer leg than every earlier one.
+
+    Parts whose statistics do not depend on the order or the connection of their rows (modes,
+    medians, shares: :data:`_COUNTED`) are kept as their distinct rows with counts, a few hundred
+    rows whatever the number of connections, and expanded again for :meth:`result`."""
 
     def __init__(self):
         self.parts = {name: [] for name in ("mss", "per_conn", "legs", "flight", "flight_conns",
@@ -227,11 +235,12 @@ class HostFacts:
         flags = pl.col("tcp_flags")
         parts = self.parts
         # MSS: the smaller of the two options per connection
-        parts["mss"].append(df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
-                            .drop_nulls()["mss"])
-        parts["per_conn"].append(
+        self._count("mss", df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
+                    .drop_nulls().select("mss"))
+        # n_data: only whether a connection sent at least 3 data segments is read
+        self._count("per_conn",
             df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
-                max_payload=pl.col("payload_len").max(), n_data=pl.len(),
+                max_payload=pl.col("payload_len").max(), n_data=pl.len().clip(upper_bound=3),
                 header=(pl.col("ip_len") - pl.col("payload_len")).filter(
                     pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"))
         legs = _handshake_legs(df)
@@ -239,20 +248,34 @@ class HostFacts:
         sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
         if sl.len():
             self.leg_cap = max(self.leg_cap, float(sl.max()))
-        points, conns = _flight_points(df, self.leg_cap)
-        parts["flight"].append(points)
-        parts["flight_conns"].append(conns)
+        # connection ids in 32 bits (they only join the two)
+        parts["flight"], parts["flight_conns"] = (
+            [*parts[name], frame.with_columns(pl.col("conn").cast(pl.UInt32))]
+            for name, frame in zip(("flight", "flight_conns"), _flight_points(df, self.leg_cap)))
         # without the connection ids: what is kept per connection is only what the results read
-        parts["rwnd"].append(_receiver_windows(df).drop("conn"))
-        parts["options"].append(_handshake_options(df).drop("conn"))
+        self._count("rwnd", _receiver_windows(df).drop("conn"))
+        self._count("options", _handshake_options(df).drop("conn"))
         for name, values in _app_times(df).items():
             parts[name].append(values)
         parts["timeouts"].append(_timeouts(df, legs))
         parts["syn_gaps"].append(_syn_gaps(df).drop_nulls())
         self.spa += _ack_counts(df)
 
+    def _count(self, name, frame):
+        """Add the rows ``frame`` to the counted part ``name`` (distinct rows and their ``_n``)."""
+        keys = frame.columns
+        counts = [*self.parts[name], frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))]
+        self.parts[name] = [pl.concat(counts, how="vertical").group_by(keys)
+                            .agg(pl.col("_n").sum())]
+
     def _all(self, name):
-        return pl.concat(self.parts[name], how="vertical") if self.parts[name] else None
+        if not self.parts[name]:
+            return None
+        if name in _COUNTED:    # every row as often as it was added (in no particular order)
+            counts = self.parts[name][0]
+            rows = counts.drop("_n")[np.repeat(np.arange(counts.height), counts["_n"].to_numpy())]
+            return rows["mss"] if name == "mss" else rows
+        return pl.concat(self.parts[name], how="vertical")
 
     def result(self, *, min_flows=5):
         """The :class:`~traceflow.models.model.Hosts` of every connection added."""
