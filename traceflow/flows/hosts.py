@@ -206,6 +206,40 @@ def _rank_in_run():
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
 
 
+def reduce_connections(df):
+    """What :class:`HostFacts` keeps of the packets ``df`` of whole connections (a dict of its
+    parts; None without packets), computed without the facts gathered so far, so connections
+    can be reduced in several threads and merged in order (:meth:`HostFacts.merge`)."""
+    if df.height == 0:
+        return None
+    flags = pl.col("tcp_flags")
+    legs = _handshake_legs(df)
+    sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
+    points, conns = _flight_points(df)
+    return {
+        # MSS: the smaller of the two options per connection
+        "mss": df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
+        .drop_nulls().select("mss"),
+        # n_data: only whether a connection sent at least 3 data segments is read
+        "per_conn": df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
+            max_payload=pl.col("payload_len").max(), n_data=pl.len().clip(upper_bound=3),
+            header=(pl.col("ip_len") - pl.col("payload_len")).filter(
+                pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"),
+        "legs": legs.select("leg_syn", "leg_ack", "sender_is_server"),
+        "leg_max": float(sl.max()) if sl.len() else None,
+        # connection ids in 32 bits (they only join the two)
+        "flight": points.with_columns(pl.col("conn").cast(pl.UInt32)),
+        "flight_conns": conns.with_columns(pl.col("conn").cast(pl.UInt32)),
+        # without the connection ids: what is kept per connection is only what the results read
+        "rwnd": _receiver_windows(df).drop("conn"),
+        "options": _handshake_options(df).drop("conn"),
+        **_app_times(df),
+        "timeouts": _timeouts(df, legs),
+        "syn_gaps": _syn_gaps(df).drop_nulls(),
+        "spa": _ack_counts(df),
+    }
+
+
 class HostFacts:
     """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
     whole connections (:func:`connections` / :func:`annotate` output; every connection in one
@@ -230,36 +264,26 @@ class HostFacts:
 
     def add(self, df):
         """Reduce the packets ``df`` of whole connections (see the class docstring)."""
-        if df.height == 0:
+        self.merge(reduce_connections(df))
+
+    def merge(self, reduced):
+        """Take the :func:`reduce_connections` of the next connections (those reduced in other
+        threads: in the order :meth:`add` would have taken them)."""
+        if reduced is None:
             return
-        flags = pl.col("tcp_flags")
         parts = self.parts
-        # MSS: the smaller of the two options per connection
-        self._count("mss", df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
-                    .drop_nulls().select("mss"))
-        # n_data: only whether a connection sent at least 3 data segments is read
-        self._count("per_conn",
-            df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
-                max_payload=pl.col("payload_len").max(), n_data=pl.len().clip(upper_bound=3),
-                header=(pl.col("ip_len") - pl.col("payload_len")).filter(
-                    pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"))
-        legs = _handshake_legs(df)
-        parts["legs"].append(legs.select("leg_syn", "leg_ack", "sender_is_server"))
-        sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
-        if sl.len():
-            self.leg_cap = max(self.leg_cap, float(sl.max()))
-        # connection ids in 32 bits (they only join the two)
-        parts["flight"], parts["flight_conns"] = (
-            [*parts[name], frame.with_columns(pl.col("conn").cast(pl.UInt32))]
-            for name, frame in zip(("flight", "flight_conns"), _flight_points(df, self.leg_cap)))
-        # without the connection ids: what is kept per connection is only what the results read
-        self._count("rwnd", _receiver_windows(df).drop("conn"))
-        self._count("options", _handshake_options(df).drop("conn"))
-        for name, values in _app_times(df).items():
-            parts[name].append(values)
-        parts["timeouts"].append(_timeouts(df, legs))
-        parts["syn_gaps"].append(_syn_gaps(df).drop_nulls())
-        self.spa += _ack_counts(df)
+        for name in _COUNTED:
+            self._count(name, reduced[name])
+        parts["legs"].append(reduced["legs"])
+        if reduced["leg_max"] is not None:
+            self.leg_cap = max(self.leg_cap, reduced["leg_max"])
+        # the last point before the first data ACK is before any cut (the cap is >= 0)
+        points = reduced["flight"]
+        parts["flight"].append(points.filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * self.leg_cap)
+                               .select("conn", "ts_s", "top"))
+        for name in ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps"):
+            parts[name].append(reduced[name])
+        self.spa += reduced["spa"]
 
     def _count(self, name, frame):
         """Add the rows ``frame`` to the counted part ``name`` (distinct rows and their ``_n``)."""
@@ -357,11 +381,12 @@ def vantage(legs):
 
 
 
-def _flight_points(df, leg_cap):
+def _flight_points(df):
     """What :func:`_initial_window` needs of some connections: ``(points, conns)``. ``conns``:
     per connection with a data ACK, ``t_ack1`` (its first, s) and ``total`` (highest data byte
-    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) where
-    ``top`` grows, the last of them before ``t_ack1`` and those before ``t_ack1 + leg_cap / 2``."""
+    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) and
+    ``t_ack1`` where ``top`` grows after ``t_ack1``, and the last of them before it
+    (:meth:`HostFacts.merge` keeps those before ``t_ack1 + leg_cap / 2``)."""
     t_ack1 = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("rel_ack") > 0)
                         & (pl.col("rel_ack") < _MOD // 2))
               .group_by("conn").agg(t_ack1=pl.col("ts_s").min()))
@@ -374,9 +399,8 @@ def _flight_points(df, leg_cap):
     # before the first data ACK only the last point counts (the cut is never earlier)
     early = pl.col("ts_s") < pl.col("t_ack1")
     last_early = early & ~_shift_in_run(early, -1).fill_null(False)
-    points = data.filter(last_early
-                         | grows & ~early & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
-    return points.select("conn", "ts_s", "top"), conns
+    points = data.filter(last_early | grows & ~early)
+    return points.select("conn", "ts_s", "top", "t_ack1"), conns
 
 
 def _initial_window(points, conns, legs, seg):
