@@ -43,6 +43,10 @@ from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
 REDUCE_CONNS = 4096
 #: the flow columns of few values (the rest of fit compares them with strings)
 _STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
+#: flow columns kept narrower while the flows are gathered, as (kept, handed back): addresses
+#: as categories (4 bytes instead of a 16-byte string view), packet counts in 32 bits
+_NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
+                 "server_addr": (pl.Categorical, pl.String), "packets": (pl.UInt32, pl.Int64)}
 #: what the end-host inference reads besides the flow splitter's columns
 _HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
 #: buffered in 32 bits (packet lengths and connection ids fit), widened again for the reductions
@@ -166,6 +170,8 @@ class PacketPass:
         if not self.keep_flows:
             return None
         table = pl.concat(chunks, how="vertical")
+        table = table.with_columns(pl.col(c).cast(wide) for c, (_, wide) in _NARROW_FLOWS.items()
+                                   if c in table.columns)
         return table if self.stream.in_order else _resorted(table)
 
     def _batch(self, df):
@@ -216,7 +222,9 @@ class PacketPass:
                           else chunk.select(self.columns).with_columns(
                               # kept for every connection: a byte each instead of a string
                               [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
-                               if c in self.columns]))
+                               if c in self.columns]
+                              + [pl.col(c).cast(narrow) for c, (narrow, _) in _NARROW_FLOWS.items()
+                                 if c in self.columns]))
         if chunk.height == 0:
             return
         self.done.append(chunk["conn"])
