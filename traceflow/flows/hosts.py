@@ -314,7 +314,7 @@ class HostFacts:
         header = _mode(full["header"].to_numpy()) if full.height else None
         legs = self._all("legs")
         where = vantage(legs)
-        iw, iw_n = _initial_window(self._all("flight"), self._all("flight_conns"), legs, seg)
+        iw, iw_n = _initial_window(self.parts["flight"], self.parts["flight_conns"], legs, seg)
         timeouts = self._all("timeouts")
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
@@ -404,8 +404,11 @@ def _flight_points(df):
 
 
 def _initial_window(points, conns, legs, seg):
-    """Median first-flight size (segments) over connections that sent beyond it, and their count."""
-    if not seg or conns is None:
+    """Median first-flight size (segments) over connections that sent beyond it, and their count.
+    ``points``, ``conns``: lists of :func:`_flight_points` frames, the i-th of both of the same
+    connections, taken pair by pair (the points of a long capture joined whole would take
+    several times their memory)."""
+    if not seg or not conns:
         return None, 0
     # The propagation part of the capture -> sender -> capture leg: a low quantile over all
     # connections (a handshake that met a queue would push the boundary past the first flight).
@@ -413,20 +416,24 @@ def _initial_window(points, conns, legs, seg):
     leg = max(float(sl.quantile(0.05)), 0.0) if sl.len() else 0.0
     # Half the sender leg: at a sender-side capture the leg is the host's reaction time, so
     # segments released by the first ACK fall outside; at a receiver-side capture it is mid-gap.
-    flights = (points.join(conns.select("conn", "t_ack1"), on="conn")
-               .group_by("conn").agg(
-                   flight=pl.col("top").filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg)
-                   .max()))
-    ok = (conns.join(flights, on="conn", how="left")
-          .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
-    if ok.height == 0:
+    flight = []
+    for some_points, some_conns in zip(points, conns):
+        flights = (some_points.join(some_conns.select("conn", "t_ack1"), on="conn")
+                   .group_by("conn").agg(
+                       flight=pl.col("top").filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg)
+                       .max()))
+        ok = (some_conns.join(flights, on="conn", how="left")
+              .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
+        flight.append(ok["flight"].to_numpy())
+    flight = np.concatenate(flight)
+    if flight.size == 0:
         return None, 0
-    segments = np.ceil(ok["flight"].to_numpy() / seg)
+    segments = np.ceil(flight / seg)
     # A first flight ends when the window is used up or when the application had nothing more to
     # send yet; the latter are smaller. The window is the common size among the largest flights.
     top = np.quantile(segments, 0.99)
     iw = _mode(segments[segments >= top / 2])
-    return float(iw), int(ok.height)
+    return float(iw), int(flight.size)
 
 
 def _receiver_windows(df):
