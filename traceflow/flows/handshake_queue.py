@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceflow.flows.scatter import scattered
 from traceflow.flows.transfers import ACK, SYN
 
 #: a gap up to this many transmission times (capture timestamp jitter) still counts as back to back
@@ -35,12 +36,11 @@ def synack_queued(packets, flows, capacity_bps, gaps=None):
     down = gaps.select("t", synack_queued=pl.col("gap")
                        <= BACK_TO_BACK * pl.col("size") * 8e9 / capacity_bps)
     at = (pl.col("start").cast(pl.Int64) + (pl.col("rtt_syn") * 1e9).round().cast(pl.Int64))
-    fl = flows.with_row_index("_row").with_columns(t=at)
-    hit = (fl.filter(pl.col("t").is_not_null()).select("_row", "t").sort("t")
+    hit = (flows.select(t=at).with_row_index("_row").filter(pl.col("t").is_not_null()).sort("t")
            .join_asof(down.sort("t", maintain_order=True), on="t", strategy="nearest",
-                      tolerance=2_000)
-           .select("_row", "synack_queued"))
-    return fl.join(hit, on="_row", how="left").sort("_row").drop("_row", "t")
+                      tolerance=2_000))
+    return flows.with_columns(scattered("synack_queued", hit["_row"], hit["synack_queued"],
+                                        flows.height))
 
 
 class SynAckGaps:

@@ -202,6 +202,44 @@ def _rank_in_run():
     return i - pl.when(~_in_run()).then(i).forward_fill()
 
 
+#: the parts of :class:`HostFacts` kept as counts of their distinct rows
+_COUNTED = ("mss", "per_conn", "rwnd", "options")
+
+
+def reduce_connections(df):
+    """What :class:`HostFacts` keeps of the packets ``df`` of whole connections (a dict of its
+    parts; None without packets), computed without the facts gathered so far, so connections
+    can be reduced in several threads and merged in order (:meth:`HostFacts.merge`)."""
+    if df.height == 0:
+        return None
+    flags = pl.col("tcp_flags")
+    legs = _handshake_legs(df)
+    sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
+    points, conns = _flight_points(df)
+    return {
+        # MSS: the smaller of the two options per connection
+        "mss": df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
+        .drop_nulls().select("mss"),
+        # n_data: only whether a connection sent at least 3 data segments is read
+        "per_conn": df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
+            max_payload=pl.col("payload_len").max(), n_data=pl.len().clip(upper_bound=3),
+            header=(pl.col("ip_len") - pl.col("payload_len")).filter(
+                pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"),
+        "legs": legs.select("leg_syn", "leg_ack", "sender_is_server"),
+        "leg_max": float(sl.max()) if sl.len() else None,
+        # connection ids in 32 bits (they only join the two)
+        "flight": points.with_columns(pl.col("conn").cast(pl.UInt32)),
+        "flight_conns": conns.with_columns(pl.col("conn").cast(pl.UInt32)),
+        # without the connection ids: what is kept per connection is only what the results read
+        "rwnd": _receiver_windows(df).drop("conn"),
+        "options": _handshake_options(df).drop("conn"),
+        **_app_times(df),
+        "timeouts": _timeouts(df, legs),
+        "syn_gaps": _syn_gaps(df).drop_nulls(),
+        "spa": _ack_counts(df),
+    }
+
+
 class HostFacts:
     """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
     whole connections (:func:`connections` / :func:`annotate` output; every connection in one
@@ -211,7 +249,11 @@ class HostFacts:
     The first flight (:func:`_initial_window`) is cut at half the sender leg's 5th percentile over
     *all* connections, known only at the end: each connection keeps the points where its highest
     sequence number sent grows, up to half the largest sender leg seen so far, which bounds that
-    percentile unless 95 % of the later connections have a longer leg than every earlier one."""
+    percentile unless 95 % of the later connections have a longer leg than every earlier one.
+
+    Parts whose statistics do not depend on the order or the connection of their rows (modes,
+    medians, shares: :data:`_COUNTED`) are kept as their distinct rows with counts, a few hundred
+    rows whatever the number of connections, and expanded again for :meth:`result`."""
 
     def __init__(self):
         self.parts = {name: [] for name in ("mss", "per_conn", "legs", "flight", "flight_conns",
@@ -222,37 +264,42 @@ class HostFacts:
 
     def add(self, df):
         """Reduce the packets ``df`` of whole connections (see the class docstring)."""
-        if df.height == 0:
+        self.merge(reduce_connections(df))
+
+    def merge(self, reduced):
+        """Take the :func:`reduce_connections` of the next connections (those reduced in other
+        threads: in the order :meth:`add` would have taken them)."""
+        if reduced is None:
             return
-        flags = pl.col("tcp_flags")
         parts = self.parts
-        # MSS: the smaller of the two options per connection
-        parts["mss"].append(df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
-                            .drop_nulls()["mss"])
-        parts["per_conn"].append(
-            df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
-                max_payload=pl.col("payload_len").max(), n_data=pl.len(),
-                header=(pl.col("ip_len") - pl.col("payload_len")).filter(
-                    pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"))
-        legs = _handshake_legs(df)
-        parts["legs"].append(legs.select("leg_syn", "leg_ack", "sender_is_server"))
-        sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
-        if sl.len():
-            self.leg_cap = max(self.leg_cap, float(sl.max()))
-        points, conns = _flight_points(df, self.leg_cap)
-        parts["flight"].append(points)
-        parts["flight_conns"].append(conns)
-        # without the connection ids: what is kept per connection is only what the results read
-        parts["rwnd"].append(_receiver_windows(df).drop("conn"))
-        parts["options"].append(_handshake_options(df).drop("conn"))
-        for name, values in _app_times(df).items():
-            parts[name].append(values)
-        parts["timeouts"].append(_timeouts(df, legs))
-        parts["syn_gaps"].append(_syn_gaps(df).drop_nulls())
-        self.spa += _ack_counts(df)
+        for name in _COUNTED:
+            self._count(name, reduced[name])
+        parts["legs"].append(reduced["legs"])
+        if reduced["leg_max"] is not None:
+            self.leg_cap = max(self.leg_cap, reduced["leg_max"])
+        # the last point before the first data ACK is before any cut (the cap is >= 0)
+        points = reduced["flight"]
+        parts["flight"].append(points.filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * self.leg_cap)
+                               .select("conn", "ts_s", "top"))
+        for name in ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps"):
+            parts[name].append(reduced[name])
+        self.spa += reduced["spa"]
+
+    def _count(self, name, frame):
+        """Add the rows ``frame`` to the counted part ``name`` (distinct rows and their ``_n``)."""
+        keys = frame.columns
+        counts = [*self.parts[name], frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))]
+        self.parts[name] = [pl.concat(counts, how="vertical").group_by(keys)
+                            .agg(pl.col("_n").sum())]
 
     def _all(self, name):
-        return pl.concat(self.parts[name], how="vertical") if self.parts[name] else None
+        if not self.parts[name]:
+            return None
+        if name in _COUNTED:    # every row as often as it was added (in no particular order)
+            counts = self.parts[name][0]
+            rows = counts.drop("_n")[np.repeat(np.arange(counts.height), counts["_n"].to_numpy())]
+            return rows["mss"] if name == "mss" else rows
+        return pl.concat(self.parts[name], how="vertical")
 
     def result(self, *, min_flows=5):
         """The :class:`~traceflow.models.model.Hosts` of every connection added."""
@@ -267,7 +314,7 @@ class HostFacts:
         header = _mode(full["header"].to_numpy()) if full.height else None
         legs = self._all("legs")
         where = vantage(legs)
-        iw, iw_n = _initial_window(self._all("flight"), self._all("flight_conns"), legs, seg)
+        iw, iw_n = _initial_window(self.parts["flight"], self.parts["flight_conns"], legs, seg)
         timeouts = self._all("timeouts")
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
@@ -334,11 +381,12 @@ def vantage(legs):
 
 
 
-def _flight_points(df, leg_cap):
+def _flight_points(df):
     """What :func:`_initial_window` needs of some connections: ``(points, conns)``. ``conns``:
     per connection with a data ACK, ``t_ack1`` (its first, s) and ``total`` (highest data byte
-    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) where
-    ``top`` grows, the last of them before ``t_ack1`` and those before ``t_ack1 + leg_cap / 2``."""
+    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) and
+    ``t_ack1`` where ``top`` grows after ``t_ack1``, and the last of them before it
+    (:meth:`HostFacts.merge` keeps those before ``t_ack1 + leg_cap / 2``)."""
     t_ack1 = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("rel_ack") > 0)
                         & (pl.col("rel_ack") < _MOD // 2))
               .group_by("conn").agg(t_ack1=pl.col("ts_s").min()))
@@ -351,14 +399,16 @@ def _flight_points(df, leg_cap):
     # before the first data ACK only the last point counts (the cut is never earlier)
     early = pl.col("ts_s") < pl.col("t_ack1")
     last_early = early & ~_shift_in_run(early, -1).fill_null(False)
-    points = data.filter(last_early
-                         | grows & ~early & (pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg_cap))
-    return points.select("conn", "ts_s", "top"), conns
+    points = data.filter(last_early | grows & ~early)
+    return points.select("conn", "ts_s", "top", "t_ack1"), conns
 
 
 def _initial_window(points, conns, legs, seg):
-    """Median first-flight size (segments) over connections that sent beyond it, and their count."""
-    if not seg or conns is None:
+    """Median first-flight size (segments) over connections that sent beyond it, and their count.
+    ``points``, ``conns``: lists of :func:`_flight_points` frames, the i-th of both of the same
+    connections, taken pair by pair (the points of a long capture joined whole would take
+    several times their memory)."""
+    if not seg or not conns:
         return None, 0
     # The propagation part of the capture -> sender -> capture leg: a low quantile over all
     # connections (a handshake that met a queue would push the boundary past the first flight).
@@ -366,20 +416,24 @@ def _initial_window(points, conns, legs, seg):
     leg = max(float(sl.quantile(0.05)), 0.0) if sl.len() else 0.0
     # Half the sender leg: at a sender-side capture the leg is the host's reaction time, so
     # segments released by the first ACK fall outside; at a receiver-side capture it is mid-gap.
-    flights = (points.join(conns.select("conn", "t_ack1"), on="conn")
-               .group_by("conn").agg(
-                   flight=pl.col("top").filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg)
-                   .max()))
-    ok = (conns.join(flights, on="conn", how="left")
-          .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
-    if ok.height == 0:
+    flight = []
+    for some_points, some_conns in zip(points, conns):
+        flights = (some_points.join(some_conns.select("conn", "t_ack1"), on="conn")
+                   .group_by("conn").agg(
+                       flight=pl.col("top").filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * leg)
+                       .max()))
+        ok = (some_conns.join(flights, on="conn", how="left")
+              .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
+        flight.append(ok["flight"].to_numpy())
+    flight = np.concatenate(flight)
+    if flight.size == 0:
         return None, 0
-    segments = np.ceil(ok["flight"].to_numpy() / seg)
+    segments = np.ceil(flight / seg)
     # A first flight ends when the window is used up or when the application had nothing more to
     # send yet; the latter are smaller. The window is the common size among the largest flights.
     top = np.quantile(segments, 0.99)
     iw = _mode(segments[segments >= top / 2])
-    return float(iw), int(ok.height)
+    return float(iw), int(flight.size)
 
 
 def _receiver_windows(df):
@@ -577,21 +631,25 @@ def _initial_rto(gaps):
 
 def _ack_counts(df):
     """For :func:`_segments_per_ack`: new data segments and acknowledgment advances of the
-    connections ``df``, beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and
-    all of them: [late segments, late ACKs, segments, ACKs]."""
-    new_data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
-                .with_columns(end=pl.col("rel_seq") + pl.col("payload_len"))
+    connections ``df`` (in (conn, ts) order, as :func:`connections` and :func:`annotate` leave
+    them), beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and all of them:
+    [late segments, late ACKs, segments, ACKs]. One collect for the four counts."""
+    lf = df.lazy()
+    new_data = (lf.filter(pl.col("sender") & (pl.col("payload_len") > 0))
+                .select("conn", end=pl.col("rel_seq") + pl.col("payload_len"))
                 .with_columns(prev=_shift_in_run(_cum_max_in_run(pl.col("end"))).fill_null(0))
                 .filter(pl.col("end") > pl.col("prev"))
                 .with_columns(k=_rank_in_run()))
-    acks = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0)).sort("conn", "ts")
+    acks = (lf.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0))
+            .select("conn", "rel_ack")
             .with_columns(prev=_shift_in_run(pl.col("rel_ack")).fill_null(0))
             .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
     # the ACKs of the later segments: those above the end of the quick-ACK segments
     late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
     late_data = new_data.filter(pl.col("k") >= QUICKACK_SEGMENTS)
     late_acks = acks.join(late, on="conn").filter(pl.col("rel_ack") > pl.col("quick"))
-    return np.array([late_data.height, late_acks.height, new_data.height, acks.height])
+    counts = pl.collect_all([f.select(pl.len()) for f in (late_data, late_acks, new_data, acks)])
+    return np.array([c.item() for c in counts])
 
 
 def _segments_per_ack(late_data, late_acks, new_data, acks):

@@ -93,6 +93,10 @@ FLOW_SCHEMA = {
 }
 
 
+#: a flow's ``duration`` from its ``start`` and ``end`` (clipped at 0 if the clock stepped back)
+DURATION = pl.max_horizontal(pl.col("end") - pl.col("start"), pl.duration(nanoseconds=0)).cast(
+    FLOW_SCHEMA["duration"])
+
 BATCH_ROWS = 1 << 16    # packets per batch when streaming an input
 COLLECT_ROWS = 1 << 13  # finished connections turned into flow rows at a time
 
@@ -547,7 +551,7 @@ def _finish(conns):
         packets=pl.col("packets_c2s") + pl.col("packets_s2c"),
         bytes=pl.col("bytes_c2s") + pl.col("bytes_s2c"),
         payload_bytes=pl.col("payload_bytes_c2s") + pl.col("payload_bytes_s2c"),
-        duration=pl.max_horizontal(pl.col("end") - pl.col("start"), pl.duration(nanoseconds=0)),
+        duration=DURATION,
     )
     ends = [out.select(hi=f"{side}_hi", lo=f"{side}_lo") for side in ("client", "server")]
     names = _address_strings(pl.concat(ends).unique())

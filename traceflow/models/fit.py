@@ -46,11 +46,17 @@ from traceflow.models.model import (Arrivals, Dispersion, InterArrival, Levels, 
 LEVEL_SCALE_S = 2.0   # the TCP-MT paper's block length for Fig. 1 style tables
 MIN_TAIL = 50
 LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-lived
-#: the flow columns the fit reads (the rest are dropped as flows are handed out)
-FLOW_COLUMNS = ["flow_id", "proto", "client_addr", "client_port", "server_addr", "server_port",
-                "start", "end", "duration", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
+#: the flow columns the fit reads (the rest are dropped as flows are handed out; ports: the
+#: order of flows out of time order), but ``duration``, derived after the pass
+FLOW_COLUMNS = ["proto", "client_addr", "client_port", "server_addr", "server_port",
+                "start", "end", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
                 "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
-                "rtt_min3", "rtt_handshake", "rtt_min"]
+                "rtt_handshake", "rtt_min"]
+#: what synack_queued, path_rtt and transfers read of the flows (their joins and sorts copy every
+#: column they are given)
+_TRANSFER_INPUT = ["proto", "client_addr", "server_addr", "start", "duration", "packets",
+                   "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
+                   "rtt_handshake"]
 
 
 def _sources(inputs):
@@ -212,6 +218,8 @@ def path_rtt(flows):
     replay puts the path delay on the same sides of its bottleneck capture (sim trace groups'
     ``server_share``), or request-to-response times seen at the capture point would differ by
     the misplaced part of the RTT."""
+    from traceflow.flows.scatter import scattered
+
     pair = ["client_addr", "server_addr"]
     syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
 
@@ -238,14 +246,14 @@ def path_rtt(flows):
     near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t", maintain_order=True)
             .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
             .select("_row", "_near"))
-    return (fl.join(near, on="_row", how="left")
+    return (fl.with_columns(scattered("_near", near["_row"], near["_near"], fl.height))
             .with_columns(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs"))
                           .otherwise(pl.col("_near"))
                           .fill_null(hs.min().over(pair)).fill_null(hs.min()))
             .with_columns(server_share=(syn.min().over(pair)
                                         / (syn.min().over(pair) + ack.min().over(pair)))
                           .fill_null(0.5))
-            .sort("_row").drop("_row", "_t", "_hs", "_free", "_near"))
+            .drop("_row", "_t", "_hs", "_free", "_near"))
 
 
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, proto=None,
@@ -261,6 +269,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     (:func:`traceflow.models.checks.require_replayable`)."""
     from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.rtt import connection_rtts, rtt_column
+    from traceflow.flows.table import DURATION
     from traceflow.models.checks import require_replayable
     from traceflow.models.fitstream import PacketPass
     from traceflow.models.sessions import fit_sessions
@@ -272,7 +281,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
         f"end hosts")
     state = PacketPass(hosts=hosts_from is None)
     fl = pl.concat([state.feed_input(source, filter=filter, proto=proto, columns=FLOW_COLUMNS)
-                    for source in inputs], how="diagonal_relaxed")
+                    for source in inputs], how="diagonal_relaxed").with_columns(duration=DURATION)
     if state.start is None:
         raise InputFormatError("inputs hold no packets", path=names[0])
     start, end = state.span()
@@ -290,10 +299,13 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                 utilization=mean_rate / cap if cap and cap > 0 else math.nan,
                 method="given (--capacity)" if capacity_bps else method, peak_rate_bps=peaks)
     series = state.data.series(end)
+    if hosts_from is None:      # now, so that the per-connection facts are freed before the flows'
+        hosts = state.hosts.result()
+        state.hosts = None
 
     # Arrivals: every TCP connection whose SYN was seen (handshake complete or partial).
-    tcp = fl.filter((pl.col("proto") == 6) & (pl.col("handshake") != "none"))
-    starts = np.sort(tcp["start"].cast(pl.Int64).to_numpy()) / 1e9
+    tcp = (pl.col("proto") == 6) & (pl.col("handshake") != "none")
+    starts = np.sort(fl.filter(tcp)["start"].cast(pl.Int64).to_numpy()) / 1e9
     arrivals = Arrivals(n_flows=int(starts.size),
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
@@ -302,7 +314,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
     # column's minimum over the host pair); path_rtt keeps the handshakes it needs
     rtt_choice = rtt_column(fl)
-    tr = cmp.transfers(path_rtt(synack_queued(None, fl, cap, gaps=state.synacks.table()))
+    tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
+                                              gaps=state.synacks.table()))
                        .with_columns(
         rtt_handshake=connection_rtts(fl, rtt_choice.column, per="pair")))
     sizes = tr["size"].to_numpy()
@@ -337,8 +350,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
         other = PacketPass(flows=False)
         for source in _sources(hosts_from):
             other.feed_input(source, filter=filter, proto=proto)
-        state = other
-    hosts = state.hosts.result()
+        hosts = other.hosts.result()
 
     log("Hurst, dispersion, conditional levels")
     hurst = cmp.hurst_estimates(series)

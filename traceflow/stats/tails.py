@@ -70,7 +70,7 @@ class ParetoFit:
                 "discrete": self.discrete}
 
 
-def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk_elems=1_000_000):
+def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk_elems=1 << 18):
     """α and KS distance for candidate start indices ``cand`` into sorted ``x`` (vectorized).
 
     With y = x − shift: α_i = n_i / (Σ_{j≥i} ln y_j − n_i ln y_i) from reverse cumulative sums of
