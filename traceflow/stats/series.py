@@ -18,9 +18,9 @@ Selections (for :func:`link_series` and ``traceflow series``):
 """
 from __future__ import annotations
 
+import copy
 import ipaddress
 import re
-import copy
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -181,7 +181,10 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
     chunks = _chunks(path, workers)
     task = partial(_bin_part, path=path, direction=direction, filter=filter, proto=proto,
                    size=size, batch_size=batch_size)
-    if len(chunks) <= 1:
+    # one grid for every chunk: a bin edge at the capture's first packet, which is its
+    # earliest unless the clock steps back (then, as in one pass, bin again from the earliest)
+    phase = _first_ts(path, chunks[0]) if len(chunks) > 1 else None
+    if phase is None:
         bins = task(SeriesBins(width))
         if not bins.aligned:
             bins = task(SeriesBins(width, start=bins.lo))
@@ -200,9 +203,7 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
             empty.merge(part)
         return empty
 
-    # one grid for every chunk: a bin edge at the capture's first packet, which is its
-    # earliest unless the clock steps back (then, as in one pass, bin again from the earliest)
-    bins = run(SeriesBins(width, phase=_first_ts(path, chunks[0])))
+    bins = run(SeriesBins(width, phase=phase))
     if not bins.aligned:
         bins = run(SeriesBins(width, start=bins.lo))
     return bins
