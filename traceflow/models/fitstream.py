@@ -11,7 +11,7 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
   inference reads, lengths and connection ids in 32 bits). When the flow table hands out a
   finished connection, its packets leave the buffer and are reduced: end-host facts
   (:class:`traceflow.flows.hosts.HostFacts`), request/response exchanges
-  (:func:`traceflow.models.sessions.exchange_totals`) and, from the packets of its data sender,
+  (:func:`traceflow.models.sessions.exchange_counts`) and, from the packets of its data sender,
   the data-direction bytes per 10 ms (:class:`Bins`).
 
 The reductions run in :data:`REDUCE_THREADS` worker threads while the main thread decodes and
@@ -267,14 +267,15 @@ class PacketPass:
         the end-host parts (:func:`traceflow.flows.hosts.reduce_connections`), and the
         exchanges and the data sender's packets, for :meth:`_apply_one`."""
         from traceflow.flows.hosts import annotate, reduce_connections
-        from traceflow.models.sessions import exchange_totals
+        from traceflow.models.sessions import exchange_counts
 
         df = annotate(conns.with_columns(pl.col(_NARROW).cast(pl.Int64)), self.origin)
         reduced = reduce_connections(df) if self.hosts is not None else None
         if not self.keep_flows:
             return reduced, None
         sent = df.filter(pl.col("sender"))
-        return reduced, (*exchange_totals(df), sent["ts"].cast(pl.Int64).to_numpy(),
+        ex = exchange_counts(df)["exchanges"]
+        return reduced, (int(ex.sum()), ex.len(), sent["ts"].cast(pl.Int64).to_numpy(),
                          sent["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
 
     def _apply_one(self):

@@ -108,22 +108,6 @@ def exchange_counts(packets, by="conn"):
                                          & pl.col("turn").fill_null(True)).sum()))
 
 
-def exchange_totals(packets):
-    """The sum of :func:`exchange_counts` over the connections of ``packets`` and how many
-    connections it counts (those with payload), for packets in (conn, ts) order (whole
-    connections, each contiguous: :func:`traceflow.flows.hosts.annotate`): one plan of shifts
-    instead of windows over ``conn``."""
-    from traceflow.flows.hosts import _in_run
-
-    fwd = pl.col("fwd")
-    first = ~_in_run()
-    requester = pl.when(first).then(fwd).forward_fill()
-    turn = first | (fwd != fwd.shift(1))
-    out = (packets.lazy().filter(pl.col("payload_len") > 0)
-           .select(exchanges=((fwd == requester) & turn).sum(), conns=first.sum()).collect())
-    return int(out["exchanges"][0]), int(out["conns"][0])
-
-
 def fit_sessions(flows, t0_ns, t1_ns, exchanges):
     """:class:`~traceflow.models.model.Sessions` of the TCP connections of ``flows`` (a flows
     table: ``start``, ``end``, ``client_addr``; connections whose SYN was seen) over the span
