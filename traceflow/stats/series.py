@@ -185,9 +185,9 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
     # earliest unless the clock steps back (then, as in one pass, bin again from the earliest)
     phase = _first_ts(path, chunks[0]) if len(chunks) > 1 else None
     if phase is None:
-        bins = task(SeriesBins(width))
+        bins = task((SeriesBins(width), None))
         if not bins.aligned:
-            bins = task(SeriesBins(width, start=bins.lo))
+            bins = task((SeriesBins(width, start=bins.lo), None))
         return bins
     from traceflow.scale.parallel import TaskError, iter_tasks
 
@@ -232,11 +232,11 @@ def _first_ts(path, chunk):
 
 
 def _bin_part(part, *, path, direction, filter, proto, size, batch_size):
-    """Bin the packets of ``path`` (or of a chunk of it: ``part`` = (bins, chunk)) into
-    ``bins``; returns them (a top-level task, so worker processes can run it)."""
+    """Bin the packets of ``path`` (of its chunk ``chunk``, None: all) into ``bins``, ``part`` =
+    (bins, chunk); returns them (a top-level task, so worker processes can run it)."""
     from traceflow.selection import row_filter
 
-    bins, chunk = part if isinstance(part, tuple) else (part, None)
+    bins, chunk = part
     expr = row_filter(filter, proto)
     wanted = {"ts", "wirelen", *(["ip_len"] if size == "ip_len" else []),
               *(expr.meta.root_names() if expr is not None else []),
