@@ -206,6 +206,7 @@ class Built:
         snd.min_rto, snd.max_rto, snd.init_rto = _ns(t.min_rto), _ns(t.max_rto), _ns(t.init_rto)
         snd.tick = max(1, _ns(t.tick))
         snd.handshake = t.handshake
+        snd.ns2_bare_first = t.ns2_bare_first
         snd.rtt_per_ack = t.rtt_per_ack
         snd.limited_transmit = t.limited_transmit
         snd.ns2_rto = t.ns2_rto

@@ -115,6 +115,9 @@ class TcpConfig:
     delayed_ack: bool | str = _meta(False, doc="false | true (every 2nd segment) | \"linux\"")
     delack_timeout: float = _meta(0.1, gt=0, doc="delayed-ACK timer; linux: ATO minimum")
     handshake: bool = _meta(True, doc="SYN / SYN-ACK before data")
+    ns2_bare_first: bool = _meta(False, doc="ns-2's one-way TcpAgent without syn_: segment 0 goes "
+                                            "out without the header bytes (output() adds "
+                                            "headersize() to seqno > 0 only); needs handshake = false")
     request_delay: float = _meta(0.0, min=0, doc="request mode: client's think time from the "
                                                  "handshake to its request, s")
     response_delay: float = _meta(0.0, min=0, doc="request mode: server's time from the whole "
@@ -152,6 +155,9 @@ class TcpConfig:
                        f"(known: {', '.join(sorted(RECOVERY))})")
         if rec.needs_sack and not self.sack:
             raise _err(f"{where}recovery", f"{self.recovery!r} needs sack = true")
+        if self.ns2_bare_first and self.handshake:
+            raise _err(f"{where}ns2_bare_first", "needs handshake = false (with syn_, ns-2's "
+                       "segment 0 is the SYN)")
         if isinstance(self.delayed_ack, str) and self.delayed_ack != "linux":
             raise _err(f"{where}delayed_ack", f"must be true, false or \"linux\" "
                        f"(got {self.delayed_ack!r})")

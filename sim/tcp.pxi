@@ -89,6 +89,7 @@ cdef class TcpSender(Agent):
     cdef public int64_t rwnd                    # receiver (advertised) window, segments
     cdef public int64_t min_rto, max_rto, init_rto, tick
     cdef public bint handshake
+    cdef public bint ns2_bare_first               # segment 0 without header bytes (ns-2, no syn_)
     cdef public bint rtt_per_ack                # RTO estimator fed by every ACK (timestamps)
     cdef public bint limited_transmit           # RFC 3042: new data on the 1st and 2nd dupack
     cdef public bint ns2_rto                    # ns-2's RTO arithmetic (whole ticks, fixed point)
@@ -376,7 +377,7 @@ cdef class TcpSender(Agent):
         cdef bint retx = seg < self.snd_max
         p.seq = seg
         p.payload = self._payload(seg)
-        p.size = self._hdr_bytes() + p.payload
+        p.size = p.payload if seg == 0 and self.ns2_bare_first else self._hdr_bytes() + p.payload
         p.flags |= F_ACK
         if seg == self.n_seg - 1 and self.fin_ok:
             p.flags |= F_FIN if self.fin_bare else F_FIN | F_PSH

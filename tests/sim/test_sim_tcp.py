@@ -4,6 +4,7 @@ from dataclasses import dataclass
 import pytest
 
 import traceflow.sim as sim
+from traceflow.errors import ScenarioError
 from traceflow.sim import _sim
 from traceflow.sim.runner import Built
 from traceflow.sim.scenario import HOOKS, meta, register_hook
@@ -64,6 +65,21 @@ def test_rto_backoff_doubles_and_respects_min_rto_and_tick(tmp_path):
     b.run()
     snd = next(a for a in b.sim.agents if isinstance(a, _sim.TcpSender))
     assert snd.rto >= 300_000_000 and snd.rto % 50_000_000 == 0
+
+
+def test_ns2_bare_first_sends_segment_0_without_header_bytes():
+    """ns-2's TcpAgent::output() without syn_ adds headersize() to seqno > 0 only (tcp.cc), so
+    every connection's first segment is packetSize_ bytes on the wire, 40 fewer than the rest."""
+    def sent_bytes(bare):
+        res = sim.run(_dumbbell("reno", n=1, duration=2.0, rwnd=4, handshake=False,
+                                ns2_bare_first=bare))
+        f = res.flows.to_pylist()[0]
+        link = next(x for x in res.links.to_pylist() if x["name"] == "l0->g1")
+        return f["sent_pkts"], link["arrival_bytes"]
+    (n, plain), (n_bare, bare) = sent_bytes(False), sent_bytes(True)
+    assert n == n_bare and plain == n * 1040 and bare == plain - 40
+    with pytest.raises(ScenarioError, match="ns2_bare_first"):
+        sim.load_scenario(_dumbbell("reno", ns2_bare_first=True))
 
 
 def test_delayed_ack_halves_the_acks():

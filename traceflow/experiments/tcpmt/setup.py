@@ -99,6 +99,9 @@ def variant(base, *, duration, seed, background=None, cc=None, hook=None, rtt=No
         tcp = dict(g.get("tcp", {}))
         if cc is not None:
             tcp["cc"] = cc
+            if cc == "vegas":
+                # ns-2's Vegas output() adds no header bytes to any segment (tcpmt.tcl sends 1040)
+                tcp["ns2_bare_first"] = False
         if hook is not None:
             tcp["hook"] = dict(hook)
         else:
