@@ -50,6 +50,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from traceflow.flows import _hostreduce
+
 from traceflow.models.model import Hosts
 
 _MOD = 1 << 32
@@ -93,26 +95,20 @@ def connections(packets):
     prev_syn_seq = pl.when(pl.col("syn")).then(pl.col("seq")).forward_fill().shift(1).over("key")
     new_conn = pl.col("syn") & (prev_syn_seq.is_null() | (prev_syn_seq != pl.col("seq")))
     df = df.with_columns(epoch=new_conn.cast(pl.Int32).cum_sum().over("key"))
-    df = df.with_columns(conn=pl.struct("key", "epoch").rank("dense").cast(pl.Int64))
-    return _orient(_with_fwd(df, "_a").drop("_a", "_b", "epoch", "syn", "key"))
+    df = df.with_columns(conn=pl.struct("key", "epoch").rank("dense").cast(pl.Int64),
+                         _side=pl.col("_a") < pl.col("_b"))
+    return _oriented(df.drop("_a", "_b", "epoch", "syn", "key"), "_side")
 
 
-def _with_fwd(df, side):
-    """``df`` (connections contiguous) with ``fwd``, True where a packet was sent by the client:
-    the ``side`` (a column telling a packet's direction) of the connection's first SYN without
-    ACK, else of its first packet."""
-    client = pl.col(side).filter(pl.col("syn")).first().fill_null(pl.col(side).first())
-    return (_per_conn(df, _client=client).with_columns(fwd=pl.col(side) == pl.col("_client"))
-            .drop("_client"))
+def _ints(df, name, null=-1):
+    """Column ``name`` of ``df`` as int64 numpy (nulls as ``null``), for the kernels."""
+    return df[name].cast(pl.Int64).fill_null(null).to_numpy()
 
 
-def _per_conn(df, **aggs):
-    """``df`` with the aggregations ``aggs`` of each connection on its every row: one group-by
-    and a gather, for a frame whose connections are contiguous (several times cheaper than the
-    same expressions ``.over("conn")``)."""
-    per = df.group_by("conn", maintain_order=True).agg(**aggs)   # in order of appearance
-    run = df.select((~_in_run()).cum_sum() - 1).to_series()
-    return df.with_columns(per[name].gather(run) for name in aggs)
+def _nullable(values):
+    """An int64 kernel result with -1 for null as a Polars expression."""
+    s = pl.lit(pl.Series(values))
+    return pl.when(s >= 0).then(s)
 
 
 def annotate(packets, origin_ns):
@@ -120,45 +116,46 @@ def annotate(packets, origin_ns):
     ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`): ``packets`` holds TCP
     packets in capture order with ``conn`` (int64) and ``a_side`` (bool, sent by the pair's
     smaller endpoint); ``origin_ns`` is the ``ts`` that ``ts_s`` counts from."""
-    is_syn = ((pl.col("tcp_flags") & SYN) != 0) & ((pl.col("tcp_flags") & ACK) == 0)
     df = (packets.sort("conn", "ts", maintain_order=True)
-          .with_columns(syn=is_syn, ts_s=(pl.col("ts").cast(pl.Int64) - origin_ns) / 1e9))
-    return _orient(_with_fwd(df, "a_side").drop("a_side", "syn"))
+          .with_columns(ts_s=(pl.col("ts").cast(pl.Int64) - origin_ns) / 1e9))
+    return _oriented(df, "a_side")
 
 
-def _orient(df):
-    """``sender``, ``rel_seq``, ``rel_ack`` of packets with ``conn`` (contiguous) and ``fwd``."""
-    fwd, seq = pl.col("fwd"), pl.col("seq")
-    syn, data = (pl.col("tcp_flags") & SYN) != 0, pl.col("payload_len") > 0
-    # per direction: payload, first SYN's and first data segment's sequence numbers; the data
-    # sender is the direction that carried more payload
-    df = _per_conn(df, _c2s=pl.col("payload_len").filter(fwd).sum(),
-                   _s2c=pl.col("payload_len").filter(~fwd).sum(),
-                   _isn_f=seq.filter(fwd & syn).first(), _isn_r=seq.filter(~fwd & syn).first(),
-                   _data_f=seq.filter(fwd & data).first(), _data_r=seq.filter(~fwd & data).first())
-    sender_fwd = pl.col("_c2s") > pl.col("_s2c")
-    isn = pl.when(sender_fwd).then(pl.col("_isn_f")).otherwise(pl.col("_isn_r"))
-    first_data = pl.when(sender_fwd).then(pl.col("_data_f")).otherwise(pl.col("_data_r"))
-    base = (isn.cast(pl.Int64) + 1).fill_null(first_data.cast(pl.Int64))
-    df = df.with_columns(
-        sender=fwd == sender_fwd,
-        rel_seq=pl.when(fwd == sender_fwd).then((seq.cast(pl.Int64) - base) % _MOD),
-        rel_ack=pl.when((fwd != sender_fwd) & ((pl.col("tcp_flags") & ACK) != 0))
-        .then((pl.col("ack").cast(pl.Int64) - base) % _MOD))
-    return df.drop("_c2s", "_s2c", "_isn_f", "_isn_r", "_data_f", "_data_r")
+def _oriented(df, side):
+    """``df`` (connections contiguous, in time order) with ``fwd`` (sent by the client: the
+    ``side``, a column telling a packet's direction, of the connection's first SYN without ACK,
+    else of its first packet), ``sender``, ``rel_seq`` and ``rel_ack``
+    (:func:`traceflow.flows._hostreduce.orient`); ``side`` dropped."""
+    fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
+        _ints(df, "conn"), df[side].cast(pl.UInt8).to_numpy(), _ints(df, "tcp_flags"),
+        _ints(df, "seq"), _ints(df, "ack"), _ints(df, "payload_len", 0))
+    return df.drop(side).with_columns(fwd=fwd, sender=sender, rel_seq=_nullable(rel_seq),
+                                      rel_ack=_nullable(rel_ack))
+
+
+def _reduced(df):
+    """:func:`traceflow.flows._hostreduce.reduce` of the annotated packets ``df``."""
+    return _hostreduce.reduce(
+        _ints(df, "conn"), df["ts_s"].to_numpy(), _ints(df, "tcp_flags"), _ints(df, "seq"),
+        df["fwd"].cast(pl.UInt8).to_numpy(), df["sender"].cast(pl.UInt8).to_numpy(),
+        _ints(df, "rel_seq"), _ints(df, "rel_ack"), _ints(df, "payload_len", 0),
+        _ints(df, "ip_len"), _ints(df, "window"), _ints(df, "mss"), _ints(df, "wscale"),
+        _ints(df, "sack_ok"), df["tsval"].is_not_null().cast(pl.UInt8).to_numpy(),
+        QUICKACK_SEGMENTS)
+
+
+def _legs(r):
+    """Per connection of the kernel's facts ``r``: ``leg_syn`` = SYN → SYN/ACK and ``leg_ack``
+    = SYN/ACK → first ACK (s), the times they span and ``sender_is_server``."""
+    return pl.DataFrame({"conn": r["conn"], "t_syn": r["t_syn"], "t_synack": r["t_synack"],
+                         "t_ack": r["t_ack"]}, nan_to_null=True).with_columns(
+        sender_is_server=_nullable(r["sender_is_server"]).cast(pl.Boolean)).with_columns(
+        leg_syn=pl.col("t_synack") - pl.col("t_syn"), leg_ack=pl.col("t_ack") - pl.col("t_synack"))
 
 
 def _handshake_legs(df):
-    """Per connection: ``leg_syn`` = SYN → SYN/ACK and ``leg_ack`` = SYN/ACK → first ACK (s)."""
-    flags = pl.col("tcp_flags")
-    synack = ((flags & SYN) != 0) & ((flags & ACK) != 0)
-    return df.group_by("conn").agg(
-        t_syn=pl.col("ts_s").filter(((flags & SYN) != 0) & ((flags & ACK) == 0)).first(),
-        t_synack=pl.col("ts_s").filter(synack).first(),
-        t_ack=pl.col("ts_s").filter(pl.col("fwd") & ((flags & SYN) == 0) & ((flags & ACK) != 0)).first(),
-        sender_is_server=~pl.col("fwd").filter(pl.col("sender")).first(),
-    ).with_columns(leg_syn=pl.col("t_synack") - pl.col("t_syn"),
-                   leg_ack=pl.col("t_ack") - pl.col("t_synack"))
+    """:func:`_legs` of the annotated packets ``df``."""
+    return _legs(_reduced(df))
 
 
 def _mode(values):
@@ -196,12 +193,6 @@ def _ff_in_run(x):
     return pl.when(pl.when(x.is_not_null()).then(run).forward_fill() == run).then(x.forward_fill())
 
 
-def _rank_in_run():
-    """``pl.int_range(pl.len()).over("conn")`` for contiguous connections."""
-    i = pl.int_range(pl.len(), dtype=pl.Int64)
-    return i - pl.when(~_in_run()).then(i).forward_fill()
-
-
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
 
@@ -209,34 +200,45 @@ _COUNTED = ("mss", "per_conn", "rwnd", "options")
 def reduce_connections(df):
     """What :class:`HostFacts` keeps of the packets ``df`` of whole connections (a dict of its
     parts; None without packets), computed without the facts gathered so far, so connections
-    can be reduced in several threads and merged in order (:meth:`HostFacts.merge`)."""
+    can be reduced in several threads and merged in order (:meth:`HostFacts.merge`). Also
+    ``exchanges``: the request/response exchanges of each connection with payload
+    (:func:`traceflow.models.sessions.exchanges_per_connection`)."""
     if df.height == 0:
         return None
-    flags = pl.col("tcp_flags")
-    legs = _handshake_legs(df)
+    r = _reduced(df)
+    legs = _legs(r)
     sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
-    points, conns = _flight_points(df)
+    per = pl.DataFrame({name: r[name] for name in (
+        "conn", "mss", "max_payload", "n_data", "header", "win", "both", "sack", "ts", "wscale",
+        "t_ack1", "total", "resending")})
+    # (request, response, close): the measured delays, not negative
+    app = {name: pl.Series(name, r[name], nan_to_null=True).drop_nulls() for name in
+           ("request", "response", "close")}
+    p_conn, p_ts, p_top, p_ack1 = r["points"]
+    resending = per.filter(pl.col("resending") == 1)["conn"]
     return {
         # MSS: the smaller of the two options per connection
-        "mss": df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
-        .drop_nulls().select("mss"),
+        "mss": per.filter(pl.col("mss") >= 0).select("mss"),
         # n_data: only whether a connection sent at least 3 data segments is read
-        "per_conn": df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
-            max_payload=pl.col("payload_len").max(), n_data=pl.len().clip(upper_bound=3),
-            header=(pl.col("ip_len") - pl.col("payload_len")).filter(
-                pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"),
+        "per_conn": per.filter(pl.col("n_data") >= 0).select("max_payload", "n_data", "header"),
         "legs": legs.select("leg_syn", "leg_ack", "sender_is_server"),
         "leg_max": float(sl.max()) if sl.len() else None,
         # connection ids in 32 bits (they only join the two)
-        "flight": points.with_columns(pl.col("conn").cast(pl.UInt32)),
-        "flight_conns": conns.with_columns(pl.col("conn").cast(pl.UInt32)),
+        "flight": pl.DataFrame({"conn": p_conn, "ts_s": p_ts, "top": p_top, "t_ack1": p_ack1})
+        .with_columns(pl.col("conn").cast(pl.UInt32)),
+        "flight_conns": per.filter(pl.col("total") >= 0).select(
+            pl.col("conn").cast(pl.UInt32), "t_ack1", "total"),
         # without the connection ids: what is kept per connection is only what the results read
-        "rwnd": _receiver_windows(df).drop("conn"),
-        "options": _handshake_options(df).drop("conn"),
-        **_app_times(df),
-        "timeouts": _timeouts(df, legs),
-        "syn_gaps": _syn_gaps(df).drop_nulls(),
-        "spa": _ack_counts(df),
+        "rwnd": per.filter(pl.col("win") >= 0).select("win"),
+        "options": per.filter(pl.col("both") == 1).select(
+            both=pl.lit(True), sack=pl.col("sack") == 1, ts=pl.col("ts") == 1,
+            wscale=pl.when(pl.col("wscale") >= 0).then(pl.col("wscale"))),
+        **{name: x.filter(x >= 0) for name, x in app.items()},
+        # only connections that resent a segment can hold a timeout
+        "timeouts": _timeouts(df.filter(pl.col("conn").is_in(resending.implode())), legs),
+        "syn_gaps": pl.Series("gap", r["syn_gaps"]),
+        "spa": r["spa"],
+        "exchanges": pl.Series("exchanges", r["exchanges"]).filter(pl.Series(r["exchanges"]) >= 0),
     }
 
 
@@ -381,31 +383,9 @@ def vantage(legs):
 
 
 
-def _flight_points(df):
-    """What :func:`_initial_window` needs of some connections: ``(points, conns)``. ``conns``:
-    per connection with a data ACK, ``t_ack1`` (its first, s) and ``total`` (highest data byte
-    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) and
-    ``t_ack1`` where ``top`` grows after ``t_ack1``, and the last of them before it
-    (:meth:`HostFacts.merge` keeps those before ``t_ack1 + leg_cap / 2``)."""
-    t_ack1 = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("rel_ack") > 0)
-                        & (pl.col("rel_ack") < _MOD // 2))
-              .group_by("conn").agg(t_ack1=pl.col("ts_s").min()))
-    data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0))
-            .select("conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
-            .join(t_ack1, on="conn").sort("conn", "ts_s", maintain_order=True)
-            .with_columns(top=_cum_max_in_run(pl.col("end"))))
-    conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max())
-    grows = pl.col("top") > _shift_in_run(pl.col("top")).fill_null(-1)
-    # before the first data ACK only the last point counts (the cut is never earlier)
-    early = pl.col("ts_s") < pl.col("t_ack1")
-    last_early = early & ~_shift_in_run(early, -1).fill_null(False)
-    points = data.filter(last_early | grows & ~early)
-    return points.select("conn", "ts_s", "top", "t_ack1"), conns
-
-
 def _initial_window(points, conns, legs, seg):
     """Median first-flight size (segments) over connections that sent beyond it, and their count.
-    ``points``, ``conns``: lists of :func:`_flight_points` frames, the i-th of both of the same
+    ``points``, ``conns``: lists of the ``flight`` and ``flight_conns`` parts of
     connections, taken pair by pair (the points of a long capture joined whole would take
     several times their memory)."""
     if not seg or not conns:
@@ -436,32 +416,10 @@ def _initial_window(points, conns, legs, seg):
     return float(iw), int(flight.size)
 
 
-def _receiver_windows(df):
-    """Per connection, the data receiver's largest advertised window (bytes, scaled)."""
-    flags = pl.col("tcp_flags")
-    scale = (pl.col("wscale").filter(~pl.col("sender") & ((flags & SYN) != 0)).first().over("conn")
-             .fill_null(0).cast(pl.Int64))
-    # Windows in SYN segments are never scaled (RFC 7323).
-    w = df.with_columns(win=pl.when((flags & SYN) != 0).then(pl.col("window").cast(pl.Int64))
-                        .otherwise(pl.col("window").cast(pl.Int64) * (2 ** scale)))
-    return w.filter(~pl.col("sender") & ((flags & RST) == 0)).group_by("conn").agg(pl.col("win").max())
-
-
 def _receiver_window(per):
     if per is None or per.height == 0:
         return None
     return int(per["win"].median())
-
-
-def _handshake_options(df):
-    """Per connection whose SYN and SYN/ACK were both seen: whether both carry SACK-permitted
-    and Timestamps, and the data receiver's window-scale shift."""
-    flags = pl.col("tcp_flags")
-    return df.filter((flags & SYN) != 0).group_by("conn").agg(
-        both=pl.col("fwd").n_unique() == 2,
-        sack=pl.col("sack_ok").fill_null(False).all(),
-        ts=pl.col("tsval").is_not_null().all(),
-        wscale=pl.col("wscale").filter(~pl.col("sender")).first()).filter(pl.col("both"))
 
 
 def _options(hs):
@@ -475,34 +433,10 @@ def _options(hs):
             None if wscale is None else int(wscale))
 
 
-def _app_times(df):
-    """Per connection (s, only those measured and not negative): ``request`` (the client's
-    handshake ACK to its request, when the request follows it rather than riding on it),
-    ``response`` (the end of the request to the first response byte) and ``close`` (the last
-    response byte to the server's FIN): a Series of each."""
-    flags = pl.col("tcp_flags")
-    client, server = pl.col("fwd"), ~pl.col("fwd")
-    data = pl.col("payload_len") > 0
-    per = df.group_by("conn").agg(
-        ack=pl.col("ts_s").filter(client & ((flags & (SYN | ACK)) == ACK) & ~data).first(),
-        request=pl.col("ts_s").filter(client & data).first(),
-        request_end=pl.col("ts_s").filter(client & data).last(),
-        response=pl.col("ts_s").filter(server & data).first(),
-        last=pl.col("ts_s").filter(server & data).max(),
-        fin=pl.col("ts_s").filter(server & ((flags & 0x01) != 0)).first())
-    delays = per.select(
-        request=pl.when(pl.col("request") > pl.col("ack")).then(pl.col("request") - pl.col("ack")),
-        response=pl.when(pl.col("response") > pl.col("request_end"))
-        .then(pl.col("response") - pl.col("request_end")),
-        close=pl.col("fin") - pl.col("last"))
-    return {name: delays[name].drop_nulls().filter(delays[name].drop_nulls() >= 0)
-            for name in delays.columns}
-
-
 def _app_delays(delays, *, sender_side):
     """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
     server's response and close delays (see the module docstring); None where unmeasured.
-    ``delays``: :func:`_app_times` of the connections."""
+    ``delays``: the ``request``, ``response`` and ``close`` parts of the connections."""
     def median(x):
         return float(x.median()) if x is not None and x.len() else None
 
@@ -605,51 +539,13 @@ def _backoff(timeouts):
     return float((t["since_tx"] / t["prev"]).median())
 
 
-def _syn_gaps(df):
-    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN) that was
-    sent more than once."""
-    flags = pl.col("tcp_flags")
-    key = ["conn", "fwd", "seq"]
-
-    def same(k):  # the row k before is a copy of the same segment
-        return pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(k)) for c in key)
-
-    # the second copy of each segment in time order: a plain shift, no per-group sort
-    return (df.filter((flags & SYN) != 0).sort(*key, "ts", maintain_order=True)
-            .with_columns(gap=pl.col("ts_s") - pl.col("ts_s").shift(1))
-            .filter(same(1) & ~same(2))["gap"])
-
-
 def _initial_rto(gaps):
-    """Median of :func:`_syn_gaps` ``gaps`` (s) and the number of handshakes with a
-    retransmission: the RTO before any RTT sample."""
+    """Median of the ``syn_gaps`` ``gaps`` (s between the first two copies of a SYN or SYN/ACK)
+    and the number of handshakes with a retransmission: the RTO before any RTT sample."""
     gaps = gaps.drop_nulls()
     if gaps.len() == 0:
         return None, 0
     return float(gaps.median()), int(gaps.len())
-
-
-def _ack_counts(df):
-    """For :func:`_segments_per_ack`: new data segments and acknowledgment advances of the
-    connections ``df`` (in (conn, ts) order, as :func:`connections` and :func:`annotate` leave
-    them), beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and all of them:
-    [late segments, late ACKs, segments, ACKs]. One collect for the four counts."""
-    lf = df.lazy()
-    new_data = (lf.filter(pl.col("sender") & (pl.col("payload_len") > 0))
-                .select("conn", end=pl.col("rel_seq") + pl.col("payload_len"))
-                .with_columns(prev=_shift_in_run(_cum_max_in_run(pl.col("end"))).fill_null(0))
-                .filter(pl.col("end") > pl.col("prev"))
-                .with_columns(k=_rank_in_run()))
-    acks = (lf.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0))
-            .select("conn", "rel_ack")
-            .with_columns(prev=_shift_in_run(pl.col("rel_ack")).fill_null(0))
-            .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
-    # the ACKs of the later segments: those above the end of the quick-ACK segments
-    late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
-    late_data = new_data.filter(pl.col("k") >= QUICKACK_SEGMENTS)
-    late_acks = acks.join(late, on="conn").filter(pl.col("rel_ack") > pl.col("quick"))
-    counts = pl.collect_all([f.select(pl.len()) for f in (late_data, late_acks, new_data, acks)])
-    return np.array([c.item() for c in counts])
 
 
 def _segments_per_ack(late_data, late_acks, new_data, acks):

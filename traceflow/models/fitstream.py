@@ -10,8 +10,8 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
 - a buffer of the TCP packets of the connections still open (only the columns the end-host
   inference reads, lengths and connection ids in 32 bits). When the flow table hands out a
   finished connection, its packets leave the buffer and are reduced: end-host facts
-  (:class:`traceflow.flows.hosts.HostFacts`), request/response exchanges
-  (:func:`traceflow.models.sessions.exchange_counts`) and, from the packets of its data sender,
+  (:class:`traceflow.flows.hosts.HostFacts`) and request/response exchanges
+  (:func:`traceflow.flows.hosts.reduce_connections`) and, from the packets of its data sender,
   the data-direction bytes per 10 ms (:class:`Bins`).
 
 The reductions run in :data:`REDUCE_THREADS` worker threads while the main thread decodes and
@@ -264,17 +264,16 @@ class PacketPass:
 
     def _reduce_group(self, conns):
         """The reductions of whole connections (in a reduction thread: reads ``self`` only):
-        the end-host parts (:func:`traceflow.flows.hosts.reduce_connections`), and the
-        exchanges and the data sender's packets, for :meth:`_apply_one`."""
+        the end-host parts and exchanges (:func:`traceflow.flows.hosts.reduce_connections`) and
+        the data sender's packets, for :meth:`_apply_one`."""
         from traceflow.flows.hosts import annotate, reduce_connections
-        from traceflow.models.sessions import exchange_counts
 
         df = annotate(conns.with_columns(pl.col(_NARROW).cast(pl.Int64)), self.origin)
-        reduced = reduce_connections(df) if self.hosts is not None else None
+        reduced = reduce_connections(df)
         if not self.keep_flows:
             return reduced, None
         sent = df.filter(pl.col("sender"))
-        ex = exchange_counts(df)["exchanges"]
+        ex = reduced.pop("exchanges")
         return reduced, (int(ex.sum()), ex.len(), sent["ts"].cast(pl.Int64).to_numpy(),
                          sent["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
 

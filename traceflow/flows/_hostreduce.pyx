@@ -1,0 +1,286 @@
+# cython: language_level=3
+"""Per-packet kernels of the end-host inference (:mod:`traceflow.flows.hosts`).
+
+Both take the TCP packets of whole connections with their rows of one connection contiguous and
+in time order (``conn``, ``ts`` sorted, stable), as int64 / uint8 / float64 arrays; a null is -1
+in integer arrays and NaN in float arrays. They replace windows and group-bys over every packet
+that the Polars versions ran several times per connection batch (issue 17: one loop, no sort
+beyond the caller's).
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport NAN, isnan
+from libc.stdint cimport int64_t, uint8_t
+
+cnp.import_array()
+
+cdef int64_t MOD = 1 << 32
+cdef int64_t HALF = 1 << 31
+cdef int64_t FIN = 0x01, SYN = 0x02, RST = 0x04, ACK = 0x10
+
+
+cdef inline int64_t _mod(int64_t x) noexcept nogil:
+    # Python's (floor) modulo, as Polars' %: the C one keeps the sign
+    cdef int64_t r = x % MOD
+    return r + MOD if r < 0 else r
+
+
+def orient(const int64_t[::1] conn, const uint8_t[::1] side, const int64_t[::1] flags,
+           const int64_t[::1] seq, const int64_t[::1] ack, const int64_t[::1] payload):
+    """``(fwd, sender, rel_seq, rel_ack)`` of every packet (see :func:`hosts.connections`):
+    ``side`` tells a packet's direction; the client is the side of the connection's first SYN
+    without ACK, else of its first packet. The data sender is the direction that carried more
+    payload; sequence numbers count from its first SYN's + 1, else from its first data segment."""
+    cdef Py_ssize_t n = conn.shape[0], s = 0, e, i
+    fwd_a = np.empty(n, np.uint8)
+    sender_a = np.empty(n, np.uint8)
+    rel_seq_a = np.empty(n, np.int64)
+    rel_ack_a = np.empty(n, np.int64)
+    cdef uint8_t[::1] fwd = fwd_a, sender = sender_a
+    cdef int64_t[::1] rel_seq = rel_seq_a, rel_ack = rel_ack_a
+    cdef int client, sfwd
+    cdef int64_t c2s, s2c, isn_f, isn_r, data_f, data_r, base
+    with nogil:
+        while s < n:
+            e = s + 1
+            while e < n and conn[e] == conn[s]:
+                e += 1
+            client = -1
+            for i in range(s, e):
+                if flags[i] & SYN and not flags[i] & ACK:
+                    client = side[i]
+                    break
+            if client < 0:
+                client = side[s]
+            c2s = s2c = 0
+            isn_f = isn_r = data_f = data_r = -1
+            for i in range(s, e):
+                fwd[i] = side[i] == client
+                if fwd[i]:
+                    c2s += payload[i]
+                    if flags[i] & SYN and isn_f < 0:
+                        isn_f = seq[i]
+                    if payload[i] > 0 and data_f < 0:
+                        data_f = seq[i]
+                else:
+                    s2c += payload[i]
+                    if flags[i] & SYN and isn_r < 0:
+                        isn_r = seq[i]
+                    if payload[i] > 0 and data_r < 0:
+                        data_r = seq[i]
+            sfwd = c2s > s2c
+            base = (isn_f if sfwd else isn_r)
+            base = base + 1 if base >= 0 else (data_f if sfwd else data_r)
+            for i in range(s, e):
+                sender[i] = fwd[i] == sfwd
+                rel_seq[i] = _mod(seq[i] - base) if sender[i] and base >= 0 else -1
+                rel_ack[i] = (_mod(ack[i] - base) if not sender[i] and flags[i] & ACK and base >= 0
+                              else -1)
+            s = e
+    return fwd_a.view(bool), sender_a.view(bool), rel_seq_a, rel_ack_a
+
+
+def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] flags,
+           const int64_t[::1] seq, const uint8_t[::1] fwd, const uint8_t[::1] sender,
+           const int64_t[::1] rel_seq,
+           const int64_t[::1] rel_ack, const int64_t[::1] payload, const int64_t[::1] ip_len,
+           const int64_t[::1] window, const int64_t[::1] mss, const int64_t[::1] wscale,
+           const int64_t[::1] sack, const uint8_t[::1] has_tsval, int quick_segments):
+    """The per-connection facts :func:`hosts.reduce_connections` keeps (see the functions it
+    names there): a dict of arrays, one row per connection unless said otherwise."""
+    cdef Py_ssize_t n = conn.shape[0], s = 0, e, i, j, k, c = 0, nc = 0, npt = 0, ngap = 0
+    while s < n:                      # count the connections
+        e = s + 1
+        while e < n and conn[e] == conn[s]:
+            e += 1
+        nc += 1
+        s = e
+    out = {name: np.full(nc, NAN) for name in (
+        "t_syn", "t_synack", "t_ack", "request", "response", "close", "t_ack1")}
+    out.update({name: np.full(nc, -1, np.int64) for name in (
+        "conn", "sender_is_server", "mss", "max_payload", "n_data", "header", "win", "both",
+        "sack", "ts", "wscale", "total", "exchanges", "resending")})
+    cdef double[::1] t_syn = out["t_syn"], t_synack = out["t_synack"], t_ack = out["t_ack"]
+    cdef double[::1] request = out["request"], response = out["response"], close = out["close"]
+    cdef double[::1] t_ack1 = out["t_ack1"]
+    cdef int64_t[::1] conn_o = out["conn"], sis = out["sender_is_server"], mss_o = out["mss"]
+    cdef int64_t[::1] max_payload = out["max_payload"], n_data = out["n_data"]
+    cdef int64_t[::1] header = out["header"], win_o = out["win"], both_o = out["both"]
+    cdef int64_t[::1] sack_o = out["sack"], ts_o = out["ts"], wscale_o = out["wscale"]
+    cdef int64_t[::1] total = out["total"], exchanges = out["exchanges"]
+    cdef int64_t[::1] resending = out["resending"]
+    # first-flight points and SYN gaps: at most one per packet
+    p_conn_a = np.empty(n, np.int64)
+    p_ts_a = np.empty(n, np.float64)
+    p_top_a = np.empty(n, np.int64)
+    p_ack1_a = np.empty(n, np.float64)
+    gaps_a = np.empty(n, np.float64)
+    cdef int64_t[::1] p_conn = p_conn_a, p_top = p_top_a
+    cdef double[::1] p_ts = p_ts_a, p_ack1 = p_ack1_a, gaps = gaps_a
+    cdef int64_t spa[4]
+    cdef int64_t f, end, top, prev_top, scale, w, quick, kk, prev_ack, runs
+    cdef Py_ssize_t first = 0
+    cdef int pending, copies
+    cdef double pend_ts = 0
+    cdef int64_t pend_top = 0
+    cdef double ack_t, req_first, req_last, resp_first, resp_last, fin_t
+    cdef int seen_f, seen_r, sack_all, ts_all, requester, last_fwd
+    spa[0] = spa[1] = spa[2] = spa[3] = 0
+    s = 0
+    with nogil:
+        while s < n:
+            e = s + 1
+            while e < n and conn[e] == conn[s]:
+                e += 1
+            conn_o[c] = conn[s]
+            # handshake legs (_handshake_legs) and application times (_app_times)
+            ack_t = req_first = req_last = resp_first = resp_last = fin_t = NAN
+            scale = -2
+            seen_f = seen_r = 0
+            sack_all = ts_all = 1
+            for i in range(s, e):
+                f = flags[i]
+                if f & SYN:
+                    if not f & ACK and isnan(t_syn[c]):
+                        t_syn[c] = ts_s[i]
+                    if f & ACK and isnan(t_synack[c]):
+                        t_synack[c] = ts_s[i]
+                    if mss[i] >= 0 and (mss_o[c] < 0 or mss[i] < mss_o[c]):
+                        mss_o[c] = mss[i]
+                    # handshake options (_handshake_options)
+                    if fwd[i]:
+                        seen_f = 1
+                    else:
+                        seen_r = 1
+                    if sack[i] != 1:
+                        sack_all = 0
+                    if not has_tsval[i]:
+                        ts_all = 0
+                    if not sender[i] and scale == -2:
+                        scale = wscale[i]      # the receiver's first SYN's (-1: none given)
+                elif fwd[i] and f & ACK and isnan(t_ack[c]):
+                    t_ack[c] = ts_s[i]
+                if sender[i] and sis[c] < 0:
+                    sis[c] = not fwd[i]
+                if fwd[i]:
+                    if payload[i] > 0:
+                        if isnan(req_first):
+                            req_first = ts_s[i]
+                        req_last = ts_s[i]
+                    elif (f & (SYN | ACK)) == ACK and isnan(ack_t):
+                        ack_t = ts_s[i]
+                else:
+                    if payload[i] > 0:
+                        if isnan(resp_first):
+                            resp_first = ts_s[i]
+                        if isnan(resp_last) or ts_s[i] > resp_last:
+                            resp_last = ts_s[i]
+                    if f & FIN and isnan(fin_t):
+                        fin_t = ts_s[i]
+            if req_first > ack_t:
+                request[c] = req_first - ack_t
+            if resp_first > req_last:
+                response[c] = resp_first - req_last
+            close[c] = fin_t - resp_last
+            if seen_f and seen_r:
+                both_o[c] = 1
+                sack_o[c] = sack_all
+                ts_o[c] = ts_all
+                wscale_o[c] = scale if scale >= 0 else -1
+            # receiver window (_receiver_windows): windows in SYN segments are never scaled
+            scale = scale if scale >= 0 else 0
+            for i in range(s, e):
+                if not sender[i] and not flags[i] & RST:
+                    w = window[i] if flags[i] & SYN else window[i] << scale
+                    if w > win_o[c]:
+                        win_o[c] = w
+            # the data sender's segments (per_conn, _flight_points, _ack_counts, _resending)
+            k = 0
+            for i in range(s, e):
+                if rel_ack[i] > 0 and rel_ack[i] < HALF:
+                    t_ack1[c] = ts_s[i]
+                    break
+            for i in range(s, e):
+                if sender[i] and payload[i] > 0:
+                    k += 1
+                    if payload[i] > max_payload[c]:
+                        max_payload[c] = payload[i]
+            if k:
+                n_data[c] = 3 if k > 3 else k
+                for i in range(s, e):
+                    if sender[i] and payload[i] == max_payload[c]:
+                        header[c] = ip_len[i] - payload[i]
+                        break
+            top = -1
+            kk = 0
+            quick = -1
+            pending = 0                     # the last point before the first data ACK
+            for i in range(s, e):
+                if not (sender[i] and payload[i] > 0) or rel_seq[i] < 0:
+                    continue
+                end = rel_seq[i] + payload[i]
+                prev_top = top
+                if end > top:
+                    top = end
+                if end <= prev_top:
+                    resending[c] = 1
+                # new data: beyond the highest byte sent before (the first: beyond 0)
+                if end > (prev_top if prev_top >= 0 else 0):
+                    spa[2] += 1
+                    if kk == quick_segments - 1:
+                        quick = end
+                    if kk >= quick_segments:
+                        spa[0] += 1
+                    kk += 1
+                if isnan(t_ack1[c]):
+                    continue
+                if ts_s[i] < t_ack1[c]:
+                    pending = 1
+                    pend_ts, pend_top = ts_s[i], top
+                elif top > prev_top:        # the highest byte sent grows after the first ACK
+                    p_conn[npt], p_ts[npt], p_top[npt], p_ack1[npt] = conn[s], ts_s[i], top, t_ack1[c]
+                    npt += 1
+            if pending:
+                p_conn[npt], p_ts[npt], p_top[npt], p_ack1[npt] = conn[s], pend_ts, pend_top, t_ack1[c]
+                npt += 1
+            if not isnan(t_ack1[c]) and top >= 0:
+                total[c] = top
+            prev_ack = 0
+            for i in range(s, e):
+                if rel_ack[i] < 0 or payload[i] != 0:
+                    continue
+                if rel_ack[i] > prev_ack and rel_ack[i] < HALF:
+                    spa[3] += 1
+                    if quick >= 0 and rel_ack[i] > quick:
+                        spa[1] += 1
+                prev_ack = rel_ack[i]
+            # exchanges (sessions.exchange_counts): runs of payload from the requester
+            requester = -1
+            last_fwd = -1
+            for i in range(s, e):
+                if payload[i] > 0:
+                    if requester < 0:
+                        requester = fwd[i]
+                        exchanges[c] = 0
+                    if fwd[i] == requester and fwd[i] != last_fwd:
+                        exchanges[c] += 1
+                    last_fwd = fwd[i]
+            # SYN gaps (_syn_gaps): the second copy of each SYN / SYN-ACK (same ISN)
+            for i in range(s, e):
+                if not flags[i] & SYN:
+                    continue
+                copies = 0
+                for j in range(s, i):
+                    if flags[j] & SYN and fwd[j] == fwd[i] and seq[j] == seq[i]:
+                        copies += 1
+                        first = j
+                if copies == 1:
+                    gaps[ngap] = ts_s[i] - ts_s[first]
+                    ngap += 1
+            c += 1
+            s = e
+    out["spa"] = np.array([spa[0], spa[1], spa[2], spa[3]], dtype=np.int64)
+    out["points"] = (p_conn_a[:npt], p_ts_a[:npt], p_top_a[:npt], p_ack1_a[:npt])
+    out["syn_gaps"] = gaps_a[:ngap]
+    return out
