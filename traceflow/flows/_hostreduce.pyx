@@ -12,12 +12,28 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport NAN, isnan
 from libc.stdint cimport int64_t, uint8_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdlib cimport qsort
 
 cnp.import_array()
 
 cdef int64_t MOD = 1 << 32
 cdef int64_t HALF = 1 << 31
 cdef int64_t FIN = 0x01, SYN = 0x02, RST = 0x04, ACK = 0x10
+
+
+cdef struct Seg:
+    int64_t rel_seq
+    Py_ssize_t row
+
+
+cdef int _by_seq(const void *a, const void *b) noexcept nogil:
+    # (rel_seq, row): a stable sort of the data segments by sequence number
+    cdef const Seg *x = <const Seg *>a
+    cdef const Seg *y = <const Seg *>b
+    if x.rel_seq != y.rel_seq:
+        return -1 if x.rel_seq < y.rel_seq else 1
+    return -1 if x.row < y.row else (1 if x.row > y.row else 0)
 
 
 cdef inline int64_t _mod(int64_t x) noexcept nogil:
@@ -81,14 +97,18 @@ def orient(const int64_t[::1] conn, const uint8_t[::1] side, const int64_t[::1] 
     return fwd_a.view(bool), sender_a.view(bool), rel_seq_a, rel_ack_a
 
 
-def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] flags,
+def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_s,
+           const int64_t[::1] flags,
            const int64_t[::1] seq, const uint8_t[::1] fwd, const uint8_t[::1] sender,
            const int64_t[::1] rel_seq,
            const int64_t[::1] rel_ack, const int64_t[::1] payload, const int64_t[::1] ip_len,
            const int64_t[::1] window, const int64_t[::1] mss, const int64_t[::1] wscale,
-           const int64_t[::1] sack, const uint8_t[::1] has_tsval, int quick_segments):
-    """The per-connection facts :func:`hosts.reduce_connections` keeps (see the functions it
-    names there): a dict of arrays, one row per connection unless said otherwise."""
+           const int64_t[::1] sack, const uint8_t[::1] has_tsval, int quick_segments,
+           double timer_slack):
+    """The per-connection facts :func:`hosts.reduce_connections` keeps (their definitions: the
+    module docstring of :mod:`traceflow.flows.hosts`): a dict of arrays, one row per connection
+    (-1 / NaN where a connection has none) unless said otherwise. Timeouts are looked for only
+    in connections whose sender sent a segment ending at or below the highest byte it had sent."""
     cdef Py_ssize_t n = conn.shape[0], s = 0, e, i, j, k, c = 0, nc = 0, npt = 0, ngap = 0
     while s < n:                      # count the connections
         e = s + 1
@@ -100,7 +120,7 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
         "t_syn", "t_synack", "t_ack", "request", "response", "close", "t_ack1")}
     out.update({name: np.full(nc, -1, np.int64) for name in (
         "conn", "sender_is_server", "mss", "max_payload", "n_data", "header", "win", "both",
-        "sack", "ts", "wscale", "total", "exchanges", "resending")})
+        "sack", "ts", "wscale", "total", "exchanges")})
     cdef double[::1] t_syn = out["t_syn"], t_synack = out["t_synack"], t_ack = out["t_ack"]
     cdef double[::1] request = out["request"], response = out["response"], close = out["close"]
     cdef double[::1] t_ack1 = out["t_ack1"]
@@ -109,7 +129,6 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
     cdef int64_t[::1] header = out["header"], win_o = out["win"], both_o = out["both"]
     cdef int64_t[::1] sack_o = out["sack"], ts_o = out["ts"], wscale_o = out["wscale"]
     cdef int64_t[::1] total = out["total"], exchanges = out["exchanges"]
-    cdef int64_t[::1] resending = out["resending"]
     # first-flight points and SYN gaps: at most one per packet
     p_conn_a = np.empty(n, np.int64)
     p_ts_a = np.empty(n, np.float64)
@@ -118,10 +137,32 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
     gaps_a = np.empty(n, np.float64)
     cdef int64_t[::1] p_conn = p_conn_a, p_top = p_top_a
     cdef double[::1] p_ts = p_ts_a, p_ack1 = p_ack1_a, gaps = gaps_a
+    # timeouts (hosts._timeouts): per data segment its copies and previous transmission, the
+    # connection's RTT samples, the retransmission candidates, and the timeouts found
+    cdef Seg *segs = <Seg *>PyMem_Malloc(max(n, 1) * sizeof(Seg))
+    if segs == NULL:
+        raise MemoryError()
+    copies_a = np.zeros(n, np.int64)
+    prev_tx_a = np.empty(n, np.float64)
+    samp_t_a = np.empty(n + 1, np.float64)
+    samp_v_a = np.empty(n + 1, np.float64)
+    cand_a = np.empty((4, n), np.float64)       # row, una, highest end before, last receive
+    to = {name: np.empty(n, np.int64) for name in ("conn", "ts", "rel_seq", "nth")}
+    to.update({name: np.empty(n, np.float64) for name in ("since_tx", "srtt", "last_rx", "prev_tx")})
+    cdef int64_t[::1] copies = copies_a
+    cdef double[::1] prev_tx = prev_tx_a, samp_t = samp_t_a, samp_v = samp_v_a
+    cdef double[:, ::1] cand = cand_a
+    cdef int64_t[::1] to_conn = to["conn"], to_ts = to["ts"], to_seq = to["rel_seq"], to_nth = to["nth"]
+    cdef double[::1] to_since = to["since_tx"], to_srtt = to["srtt"], to_rx = to["last_rx"]
+    cdef double[::1] to_ptx = to["prev_tx"]
+    cdef Py_ssize_t nseg, a, b, nsamp, ncand, nto = 0, first_to, lo, hi
+    cdef int64_t una, una_prev, prev_max, nth
+    cdef double last_rx, hand_t, hand_m, srtt, t
+    cdef int hand_in, resending
     cdef int64_t spa[4]
     cdef int64_t f, end, top, prev_top, scale, w, quick, kk, prev_ack, runs
     cdef Py_ssize_t first = 0
-    cdef int pending, copies
+    cdef int pending, ncopy
     cdef double pend_ts = 0
     cdef int64_t pend_top = 0
     cdef double ack_t, req_first, req_last, resp_first, resp_last, fin_t
@@ -134,7 +175,7 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
             while e < n and conn[e] == conn[s]:
                 e += 1
             conn_o[c] = conn[s]
-            # handshake legs (_handshake_legs) and application times (_app_times)
+            # handshake legs, MSS, options and application times
             ack_t = req_first = req_last = resp_first = resp_last = fin_t = NAN
             scale = -2
             seen_f = seen_r = 0
@@ -148,7 +189,7 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
                         t_synack[c] = ts_s[i]
                     if mss[i] >= 0 and (mss_o[c] < 0 or mss[i] < mss_o[c]):
                         mss_o[c] = mss[i]
-                    # handshake options (_handshake_options)
+                    # both directions' SYNs carry SACK-permitted / Timestamps
                     if fwd[i]:
                         seen_f = 1
                     else:
@@ -188,14 +229,14 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
                 sack_o[c] = sack_all
                 ts_o[c] = ts_all
                 wscale_o[c] = scale if scale >= 0 else -1
-            # receiver window (_receiver_windows): windows in SYN segments are never scaled
+            # the receiver's largest window: windows in SYN segments are never scaled (RFC 7323)
             scale = scale if scale >= 0 else 0
             for i in range(s, e):
                 if not sender[i] and not flags[i] & RST:
                     w = window[i] if flags[i] & SYN else window[i] << scale
                     if w > win_o[c]:
                         win_o[c] = w
-            # the data sender's segments (per_conn, _flight_points, _ack_counts, _resending)
+            # the data sender's segments: largest, first flight, segments per ACK, resending
             k = 0
             for i in range(s, e):
                 if rel_ack[i] > 0 and rel_ack[i] < HALF:
@@ -214,6 +255,7 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
                         break
             top = -1
             kk = 0
+            resending = 0
             quick = -1
             pending = 0                     # the last point before the first data ACK
             for i in range(s, e):
@@ -224,7 +266,7 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
                 if end > top:
                     top = end
                 if end <= prev_top:
-                    resending[c] = 1
+                    resending = 1
                 # new data: beyond the highest byte sent before (the first: beyond 0)
                 if end > (prev_top if prev_top >= 0 else 0):
                     spa[2] += 1
@@ -255,7 +297,7 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
                     if quick >= 0 and rel_ack[i] > quick:
                         spa[1] += 1
                 prev_ack = rel_ack[i]
-            # exchanges (sessions.exchange_counts): runs of payload from the requester
+            # exchanges (sessions.exchanges_per_connection): runs of payload from the requester
             requester = -1
             last_fwd = -1
             for i in range(s, e):
@@ -266,21 +308,117 @@ def reduce(const int64_t[::1] conn, const double[::1] ts_s, const int64_t[::1] f
                     if fwd[i] == requester and fwd[i] != last_fwd:
                         exchanges[c] += 1
                     last_fwd = fwd[i]
-            # SYN gaps (_syn_gaps): the second copy of each SYN / SYN-ACK (same ISN)
+            # SYN gaps: the second copy of each SYN / SYN-ACK (same ISN) after the first
             for i in range(s, e):
                 if not flags[i] & SYN:
                     continue
-                copies = 0
+                ncopy = 0
                 for j in range(s, i):
                     if flags[j] & SYN and fwd[j] == fwd[i] and seq[j] == seq[i]:
-                        copies += 1
+                        ncopy += 1
                         first = j
-                if copies == 1:
+                if ncopy == 1:
                     gaps[ngap] = ts_s[i] - ts_s[first]
                     ngap += 1
+            if resending:
+                # the data segments by (rel_seq, time): how often each was sent, and when before
+                nseg = 0
+                for i in range(s, e):
+                    if sender[i] and payload[i] > 0:
+                        segs[nseg].rel_seq = rel_seq[i]
+                        segs[nseg].row = i
+                        nseg += 1
+                qsort(segs, nseg, sizeof(Seg), _by_seq)
+                a = 0
+                while a < nseg:
+                    b = a + 1
+                    while b < nseg and segs[b].rel_seq == segs[a].rel_seq:
+                        b += 1
+                    for j in range(a, b):
+                        copies[segs[j].row] = b - a
+                        prev_tx[segs[j].row] = ts_s[segs[j - 1].row] if j > a else NAN
+                    a = b
+                # the sender's RTT samples: the handshake round trip that spans it, then each
+                # ACK advancing the cumulative ACK past a segment sent once (Karn)
+                hand_t = t_ack[c] if sis[c] == 1 else t_synack[c]
+                hand_m = (t_synack[c] - t_syn[c]) + (t_ack[c] - t_synack[c])
+                hand_in = isnan(hand_t) or isnan(hand_m)      # (no sample to insert)
+                nsamp = ncand = 0
+                una = 0
+                prev_max = -1
+                last_rx = NAN
+                for i in range(s, e):
+                    if sender[i]:
+                        if payload[i] <= 0:
+                            continue
+                        end = rel_seq[i] + payload[i]
+                        if prev_max >= 0 and end <= prev_max:
+                            cand[0, ncand] = i
+                            cand[1, ncand] = una
+                            cand[2, ncand] = prev_max
+                            cand[3, ncand] = last_rx
+                            ncand += 1
+                        if end > prev_max:
+                            prev_max = end
+                        continue
+                    una_prev = una
+                    if flags[i] & ACK and 0 <= rel_ack[i] < HALF:
+                        if rel_ack[i] > una:
+                            una = rel_ack[i]
+                        if una > una_prev:
+                            lo, hi = 0, nseg
+                            while lo < hi:
+                                k = (lo + hi) // 2
+                                if segs[k].rel_seq < una_prev:
+                                    lo = k + 1
+                                else:
+                                    hi = k
+                            if lo < nseg and segs[lo].rel_seq == una_prev and copies[segs[lo].row] == 1:
+                                if not hand_in and hand_t <= ts_s[i]:
+                                    samp_t[nsamp], samp_v[nsamp] = hand_t, hand_m
+                                    nsamp += 1
+                                    hand_in = 1
+                                samp_t[nsamp], samp_v[nsamp] = ts_s[i], ts_s[i] - ts_s[segs[lo].row]
+                                nsamp += 1
+                    last_rx = ts_s[i]
+                if not hand_in:
+                    samp_t[nsamp], samp_v[nsamp] = hand_t, hand_m
+                    nsamp += 1
+                # smoothed RTT after each sample (RFC 6298, gain 1/8, as Polars' ewm_mean)
+                for k in range(1, nsamp):
+                    samp_v[k] = samp_v[k - 1] + (samp_v[k] - samp_v[k - 1]) * 0.125
+                # the timeouts: a go-back retransmission, not a tail-loss probe, after a
+                # silence of the receiver longer than SRTT plus timer slack
+                first_to = nto
+                k = -1                  # the last sample at or before the candidate
+                for j in range(ncand):
+                    i = <Py_ssize_t>cand[0, j]
+                    t = ts_s[i]
+                    while k + 1 < nsamp and samp_t[k + 1] <= t:
+                        k += 1
+                    if k < 0:
+                        continue
+                    srtt = samp_v[k]
+                    end = rel_seq[i] + payload[i]
+                    if rel_seq[i] != <int64_t>cand[1, j]:
+                        continue
+                    if end == <int64_t>cand[2, j] and cand[2, j] - cand[1, j] > payload[i]:
+                        continue
+                    if not t - cand[3, j] > srtt + timer_slack:
+                        continue
+                    nth = 1
+                    for a in range(first_to, nto):
+                        if to_seq[a] == rel_seq[i]:
+                            nth += 1
+                    to_conn[nto], to_ts[nto], to_seq[nto], to_nth[nto] = conn[s], ts[i], rel_seq[i], nth
+                    to_since[nto], to_srtt[nto] = t - prev_tx[i], srtt
+                    to_rx[nto], to_ptx[nto] = cand[3, j], prev_tx[i]
+                    nto += 1
             c += 1
             s = e
     out["spa"] = np.array([spa[0], spa[1], spa[2], spa[3]], dtype=np.int64)
     out["points"] = (p_conn_a[:npt], p_ts_a[:npt], p_top_a[:npt], p_ack1_a[:npt])
     out["syn_gaps"] = gaps_a[:ngap]
+    out["timeouts"] = {name: v[:nto] for name, v in to.items()}
+    PyMem_Free(segs)
     return out

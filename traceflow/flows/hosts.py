@@ -54,7 +54,6 @@ from traceflow.flows import _hostreduce
 
 from traceflow.models.model import Hosts
 
-_MOD = 1 << 32
 SYN, ACK, RST = 0x02, 0x10, 0x04
 #: Linux quick-ACK mode: at most TCP_MAX_QUICKACKS = 16 segments acknowledged one by one at start
 QUICKACK_SEGMENTS = 16
@@ -136,12 +135,13 @@ def _oriented(df, side):
 def _reduced(df):
     """:func:`traceflow.flows._hostreduce.reduce` of the annotated packets ``df``."""
     return _hostreduce.reduce(
-        _ints(df, "conn"), df["ts_s"].to_numpy(), _ints(df, "tcp_flags"), _ints(df, "seq"),
+        _ints(df, "conn"), _ints(df, "ts"), df["ts_s"].to_numpy(), _ints(df, "tcp_flags"),
+        _ints(df, "seq"),
         df["fwd"].cast(pl.UInt8).to_numpy(), df["sender"].cast(pl.UInt8).to_numpy(),
         _ints(df, "rel_seq"), _ints(df, "rel_ack"), _ints(df, "payload_len", 0),
         _ints(df, "ip_len"), _ints(df, "window"), _ints(df, "mss"), _ints(df, "wscale"),
         _ints(df, "sack_ok"), df["tsval"].is_not_null().cast(pl.UInt8).to_numpy(),
-        QUICKACK_SEGMENTS)
+        QUICKACK_SEGMENTS, TIMER_SLACK_S)
 
 
 def _legs(r):
@@ -153,11 +153,6 @@ def _legs(r):
         leg_syn=pl.col("t_synack") - pl.col("t_syn"), leg_ack=pl.col("t_ack") - pl.col("t_synack"))
 
 
-def _handshake_legs(df):
-    """:func:`_legs` of the annotated packets ``df``."""
-    return _legs(_reduced(df))
-
-
 def _mode(values):
     values = np.asarray(values)
     values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
@@ -165,32 +160,6 @@ def _mode(values):
         return None
     uniq, counts = np.unique(values, return_counts=True)
     return uniq[np.argmax(counts)].item()
-
-
-def _in_run(k=1):
-    """True where the row ``k`` rows away belongs to the same connection, in a frame whose rows
-    of one connection are contiguous (sorted by ``conn``): with it, a window over ``conn`` becomes
-    a plain shift, several times cheaper than ``over("conn")`` with thousands of connections."""
-    return (pl.col("conn") == pl.col("conn").shift(k)).fill_null(False)
-
-
-def _shift_in_run(x, k=1):
-    """``x.shift(k).over("conn")`` for contiguous connections (:func:`_in_run`)."""
-    return pl.when(_in_run(k)).then(x.shift(k))
-
-
-def _cum_max_in_run(x):
-    """``x.cum_max().over("conn")`` of an integer column in [0, 2^40) for contiguous connections:
-    each run is lifted above the previous ones, so one cumulative maximum restarts at each."""
-    lift = (~_in_run()).cum_sum().cast(pl.Int64) * (1 << 40)
-    return (x + lift).cum_max() - lift
-
-
-def _ff_in_run(x):
-    """``x.forward_fill().over("conn")`` for contiguous connections: a value carried from an
-    earlier connection is dropped."""
-    run = (~_in_run()).cum_sum()
-    return pl.when(pl.when(x.is_not_null()).then(run).forward_fill() == run).then(x.forward_fill())
 
 
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
@@ -210,12 +179,11 @@ def reduce_connections(df):
     sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
     per = pl.DataFrame({name: r[name] for name in (
         "conn", "mss", "max_payload", "n_data", "header", "win", "both", "sack", "ts", "wscale",
-        "t_ack1", "total", "resending")})
+        "t_ack1", "total")})
     # (request, response, close): the measured delays, not negative
     app = {name: pl.Series(name, r[name], nan_to_null=True).drop_nulls() for name in
            ("request", "response", "close")}
     p_conn, p_ts, p_top, p_ack1 = r["points"]
-    resending = per.filter(pl.col("resending") == 1)["conn"]
     return {
         # MSS: the smaller of the two options per connection
         "mss": per.filter(pl.col("mss") >= 0).select("mss"),
@@ -234,8 +202,7 @@ def reduce_connections(df):
             both=pl.lit(True), sack=pl.col("sack") == 1, ts=pl.col("ts") == 1,
             wscale=pl.when(pl.col("wscale") >= 0).then(pl.col("wscale"))),
         **{name: x.filter(x >= 0) for name, x in app.items()},
-        # only connections that resent a segment can hold a timeout
-        "timeouts": _timeouts(df.filter(pl.col("conn").is_in(resending.implode())), legs),
+        "timeouts": _timeouts(r),
         "syn_gaps": pl.Series("gap", r["syn_gaps"]),
         "spa": r["spa"],
         "exchanges": pl.Series("exchanges", r["exchanges"]).filter(pl.Series(r["exchanges"]) >= 0),
@@ -445,79 +412,16 @@ def _app_delays(delays, *, sender_side):
             "close_delay_s": median(delays["close"]) if sender_side else None}
 
 
-def _srtt(d, legs):
-    """The data sender's smoothed RTT after each of its RTT samples (``conn``, ``ts_s``,
-    ``srtt``, s): RFC 6298's estimator (gain 1/8) over the handshake round trip SYN → SYN/ACK →
-    ACK (the sender's first sample: its SYN/ACK or SYN answered) and then the data → ACK samples
-    of segments sent once (Karn), ACK by ACK."""
-    hand = legs.select("conn", ts_s=pl.when(pl.col("sender_is_server")).then(pl.col("t_ack"))
-                       .otherwise(pl.col("t_synack")), m=pl.col("leg_syn") + pl.col("leg_ack"))
-    sent_once = (d.filter(pl.col("sender") & (pl.col("copies") == 1))
-                 .select("conn", una_prev=pl.col("rel_seq"), t_tx=pl.col("ts_s")))
-    data = (d.filter(pl.col("adv")).select("conn", "ts_s", "una_prev")
-            .join(sent_once, on=["conn", "una_prev"])
-            .select("conn", "ts_s", m=pl.col("ts_s") - pl.col("t_tx")))
-    samples = pl.concat([hand.drop_nulls(), data]).sort("conn", "ts_s")
-    return samples.select("conn", "ts_s", srtt=pl.col("m").ewm_mean(alpha=1 / 8, adjust=False)
-                          .over("conn"))
-
-
-def _timeouts(df, legs):
-    """The timeout retransmissions of the data senders (see the module docstring): ``conn``,
-    ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's previous transmission), ``srtt``
-    (s), ``nth`` (1 for a segment's first timeout, 2 for the next, ...)."""
-    flags = pl.col("tcp_flags")
-    # only connections that resent a segment can hold a timeout; the rest (most of them, and
-    # most packets) skip the windows below, which are per connection and so unchanged by this
-    df = df.filter(pl.col("conn").is_in(_resending(df).implode()))
-    d = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0) | ~pl.col("sender"))
-         .sort("conn", "ts")
-         .with_columns(end=pl.when(pl.col("sender")).then(pl.col("rel_seq") + pl.col("payload_len")),
-                       ack=pl.when(~pl.col("sender") & ((flags & ACK) != 0)
-                                   & (pl.col("rel_ack") < _MOD // 2)).then(pl.col("rel_ack"))))
-    d = d.with_columns(
-        una=_ff_in_run(_cum_max_in_run(pl.col("ack"))).fill_null(0),
-        prev_max=_shift_in_run(_ff_in_run(_cum_max_in_run(pl.col("end")))),
-        last_rx=_shift_in_run(_ff_in_run(pl.when(~pl.col("sender")).then(pl.col("ts_s")))))
-    d = _copies(d).with_columns(una_prev=_shift_in_run(pl.col("una")).fill_null(0))
-    d = d.with_columns(adv=pl.col("ack").is_not_null() & (pl.col("una") > pl.col("una_prev")))
-    retx = (d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
-                     & (pl.col("end") <= pl.col("prev_max")))
-            .join_asof(_srtt(d, legs), on="ts_s", by="conn", strategy="backward",
-                       check_sortedness=False)
-            .filter(pl.col("srtt").is_not_null()))
-    go_back = pl.col("rel_seq") == pl.col("una")
-    probe = ((pl.col("end") == pl.col("prev_max"))
-             & (pl.col("prev_max") - pl.col("una") > pl.col("payload_len")))
-    silent = pl.col("ts_s") - pl.col("last_rx") > pl.col("srtt") + TIMER_SLACK_S
-    return (retx.filter(go_back & ~probe & silent)
-            .with_columns(since_tx=pl.col("ts_s") - pl.col("prev_tx"),
-                          # a repeat timeout of the same segment, no ACK since its previous copy
-                          nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
-            .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
-
-
-def _resending(df):
-    """The connections whose data sender sent a segment ending at or below the highest sequence
-    number it had sent before (a retransmission candidate of :func:`_timeouts`)."""
-    sent = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
-            .select("conn", end=pl.col("rel_seq") + pl.col("payload_len")))
-    return sent.filter(pl.col("end") <= _shift_in_run(_cum_max_in_run(pl.col("end"))))["conn"].unique()
-
-
-def _copies(d):
-    """``d`` with, on the data sender's segments, ``copies`` (how often the segment's sequence
-    number was sent) and ``prev_tx`` (s, when its previous copy was): runs of a stable sort by
-    (conn, rel_seq), several times faster than windows over those keys."""
-    key = ["conn", "rel_seq"]
-    same = (pl.col("conn") == pl.col("conn").shift(1)) & (pl.col("rel_seq") == pl.col("rel_seq").shift(1))
-    sent = (d.with_row_index("_i").filter(pl.col("sender")).select("_i", *key, "ts_s")
-            .sort(key, maintain_order=True)
-            .with_columns(prev_tx=pl.when(same).then(pl.col("ts_s").shift(1)),
-                          _run=(~same.fill_null(False)).cum_sum())
-            .select("_i", "prev_tx", copies=pl.len().over("_run").cast(pl.UInt32)))
-    return (d.with_row_index("_i").join(sent, on="_i", how="left", maintain_order="left")
-            .drop("_i"))
+def _timeouts(r):
+    """The timeout retransmissions of the data senders (see the module docstring) in the
+    kernel's facts ``r``: ``conn``, ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's
+    previous transmission), ``srtt`` (s, the sender's smoothed RTT then: RFC 6298's estimator,
+    gain 1/8, over the handshake round trip that spans it and the data -> ACK samples of
+    segments sent once, Karn), ``nth`` (1 for a segment's first timeout, 2 for the next, ...),
+    ``last_rx`` and ``prev_tx`` (s, the receiver's last packet and the segment's previous copy
+    before it)."""
+    return pl.DataFrame(r["timeouts"], nan_to_null=True).select(
+        "conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx")
 
 
 def _min_rto(timeouts):
