@@ -12,8 +12,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport NAN, isnan
 from libc.stdint cimport int64_t, uint8_t
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdlib cimport qsort
+from libc.stdlib cimport free, qsort, realloc
 
 cnp.import_array()
 
@@ -25,6 +24,11 @@ cdef int64_t FIN = 0x01, SYN = 0x02, RST = 0x04, ACK = 0x10
 cdef struct Seg:
     int64_t rel_seq
     Py_ssize_t row
+
+
+cdef struct Timeout:
+    int64_t conn, ts, rel_seq, nth
+    double since_tx, srtt, last_rx, prev_tx
 
 
 cdef int _by_seq(const void *a, const void *b) noexcept nogil:
@@ -110,12 +114,17 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
     (-1 / NaN where a connection has none) unless said otherwise. Timeouts are looked for only
     in connections whose sender sent a segment ending at or below the highest byte it had sent."""
     cdef Py_ssize_t n = conn.shape[0], s = 0, e, i, j, k, c = 0, nc = 0, npt = 0, ngap = 0
-    while s < n:                      # count the connections
+    cdef Py_ssize_t longest = 0, n_data_rows = 0, n_syn = 0
+    while s < n:                      # count the connections, data segments and SYNs
         e = s + 1
         while e < n and conn[e] == conn[s]:
             e += 1
         nc += 1
+        longest = max(longest, e - s)
         s = e
+    for i in range(n):
+        n_data_rows += sender[i] and payload[i] > 0
+        n_syn += (flags[i] & SYN) != 0
     out = {name: np.full(nc, NAN) for name in (
         "t_syn", "t_synack", "t_ack", "request", "response", "close", "t_ack1")}
     out.update({name: np.full(nc, -1, np.int64) for name in (
@@ -129,32 +138,30 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
     cdef int64_t[::1] header = out["header"], win_o = out["win"], both_o = out["both"]
     cdef int64_t[::1] sack_o = out["sack"], ts_o = out["ts"], wscale_o = out["wscale"]
     cdef int64_t[::1] total = out["total"], exchanges = out["exchanges"]
-    # first-flight points and SYN gaps: at most one per packet
-    p_conn_a = np.empty(n, np.int64)
-    p_ts_a = np.empty(n, np.float64)
-    p_top_a = np.empty(n, np.int64)
-    p_ack1_a = np.empty(n, np.float64)
-    gaps_a = np.empty(n, np.float64)
+    # first-flight points (at most one per data segment) and SYN gaps (one per SYN)
+    p_conn_a = np.empty(n_data_rows, np.int64)
+    p_ts_a = np.empty(n_data_rows, np.float64)
+    p_top_a = np.empty(n_data_rows, np.int64)
+    p_ack1_a = np.empty(n_data_rows, np.float64)
+    gaps_a = np.empty(n_syn, np.float64)
     cdef int64_t[::1] p_conn = p_conn_a, p_top = p_top_a
     cdef double[::1] p_ts = p_ts_a, p_ack1 = p_ack1_a, gaps = gaps_a
-    # timeouts (hosts._timeouts): per data segment its copies and previous transmission, the
-    # connection's RTT samples, the retransmission candidates, and the timeouts found
-    cdef Seg *segs = <Seg *>PyMem_Malloc(max(n, 1) * sizeof(Seg))
-    if segs == NULL:
-        raise MemoryError()
-    copies_a = np.zeros(n, np.int64)
-    prev_tx_a = np.empty(n, np.float64)
-    samp_t_a = np.empty(n + 1, np.float64)
-    samp_v_a = np.empty(n + 1, np.float64)
-    cand_a = np.empty((4, n), np.float64)       # row, una, highest end before, last receive
-    to = {name: np.empty(n, np.int64) for name in ("conn", "ts", "rel_seq", "nth")}
-    to.update({name: np.empty(n, np.float64) for name in ("since_tx", "srtt", "last_rx", "prev_tx")})
+    # timeouts (hosts._timeouts), scratch of one connection: its data segments by sequence
+    # number, their copies and previous transmissions, its RTT samples and retransmission
+    # candidates; the timeouts found (few) in a growing array
+    segs_a = np.empty(longest * sizeof(Seg), np.uint8)
+    cdef Seg *segs = <Seg *><void *>cnp.PyArray_DATA(segs_a)
+    copies_a = np.empty(longest, np.int64)
+    prev_tx_a = np.empty(longest, np.float64)
+    samp_t_a = np.empty(longest + 1, np.float64)
+    samp_v_a = np.empty(longest + 1, np.float64)
+    cand_a = np.empty((4, longest), np.float64)       # row, una, highest end before, last receive
     cdef int64_t[::1] copies = copies_a
     cdef double[::1] prev_tx = prev_tx_a, samp_t = samp_t_a, samp_v = samp_v_a
     cdef double[:, ::1] cand = cand_a
-    cdef int64_t[::1] to_conn = to["conn"], to_ts = to["ts"], to_seq = to["rel_seq"], to_nth = to["nth"]
-    cdef double[::1] to_since = to["since_tx"], to_srtt = to["srtt"], to_rx = to["last_rx"]
-    cdef double[::1] to_ptx = to["prev_tx"]
+    cdef Timeout *found = NULL
+    cdef Timeout *grown
+    cdef Py_ssize_t room = 0
     cdef Py_ssize_t nseg, a, b, nsamp, ncand, nto = 0, first_to, lo, hi
     cdef int64_t una, una_prev, prev_max, nth
     cdef double last_rx, hand_t, hand_m, srtt, t
@@ -335,8 +342,8 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
                     while b < nseg and segs[b].rel_seq == segs[a].rel_seq:
                         b += 1
                     for j in range(a, b):
-                        copies[segs[j].row] = b - a
-                        prev_tx[segs[j].row] = ts_s[segs[j - 1].row] if j > a else NAN
+                        copies[segs[j].row - s] = b - a
+                        prev_tx[segs[j].row - s] = ts_s[segs[j - 1].row] if j > a else NAN
                     a = b
                 # the sender's RTT samples: the handshake round trip that spans it, then each
                 # ACK advancing the cumulative ACK past a segment sent once (Karn)
@@ -373,7 +380,7 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
                                     lo = k + 1
                                 else:
                                     hi = k
-                            if lo < nseg and segs[lo].rel_seq == una_prev and copies[segs[lo].row] == 1:
+                            if lo < nseg and segs[lo].rel_seq == una_prev and copies[segs[lo].row - s] == 1:
                                 if not hand_in and hand_t <= ts_s[i]:
                                     samp_t[nsamp], samp_v[nsamp] = hand_t, hand_m
                                     nsamp += 1
@@ -408,17 +415,36 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
                         continue
                     nth = 1
                     for a in range(first_to, nto):
-                        if to_seq[a] == rel_seq[i]:
+                        if found[a].rel_seq == rel_seq[i]:
                             nth += 1
-                    to_conn[nto], to_ts[nto], to_seq[nto], to_nth[nto] = conn[s], ts[i], rel_seq[i], nth
-                    to_since[nto], to_srtt[nto] = t - prev_tx[i], srtt
-                    to_rx[nto], to_ptx[nto] = cand[3, j], prev_tx[i]
+                    if nto == room:
+                        room = 2 * room + 64
+                        grown = <Timeout *>realloc(found, room * sizeof(Timeout))
+                        if grown == NULL:
+                            with gil:
+                                free(found)
+                                raise MemoryError()
+                        found = grown
+                    found[nto] = Timeout(conn[s], ts[i], rel_seq[i], nth, t - prev_tx[i - s], srtt,
+                                         cand[3, j], prev_tx[i - s])
                     nto += 1
             c += 1
             s = e
     out["spa"] = np.array([spa[0], spa[1], spa[2], spa[3]], dtype=np.int64)
     out["points"] = (p_conn_a[:npt], p_ts_a[:npt], p_top_a[:npt], p_ack1_a[:npt])
     out["syn_gaps"] = gaps_a[:ngap]
-    out["timeouts"] = {name: v[:nto] for name, v in to.items()}
-    PyMem_Free(segs)
+    out["timeouts"] = timeouts = {name: np.empty(nto, np.int64) for name in (
+        "conn", "ts", "rel_seq", "nth")}
+    timeouts.update({name: np.empty(nto, np.float64) for name in (
+        "since_tx", "srtt", "last_rx", "prev_tx")})
+    cdef int64_t[::1] to_conn = timeouts["conn"], to_ts = timeouts["ts"]
+    cdef int64_t[::1] to_seq = timeouts["rel_seq"], to_nth = timeouts["nth"]
+    cdef double[::1] to_since = timeouts["since_tx"], to_srtt = timeouts["srtt"]
+    cdef double[::1] to_rx = timeouts["last_rx"], to_ptx = timeouts["prev_tx"]
+    for a in range(nto):
+        to_conn[a], to_ts[a], to_seq[a], to_nth[a] = (found[a].conn, found[a].ts, found[a].rel_seq,
+                                                      found[a].nth)
+        to_since[a], to_srtt[a] = found[a].since_tx, found[a].srtt
+        to_rx[a], to_ptx[a] = found[a].last_rx, found[a].prev_tx
+    free(found)
     return out

@@ -99,9 +99,19 @@ def connections(packets):
     return _oriented(df.drop("_a", "_b", "epoch", "syn", "key"), "_side")
 
 
-def _ints(df, name, null=-1):
-    """Column ``name`` of ``df`` as int64 numpy (nulls as ``null``), for the kernels."""
-    return df[name].cast(pl.Int64).fill_null(null).to_numpy()
+#: the packet columns the kernels (:mod:`traceflow.flows._hostreduce`) read, as int64 with null
+#: as -1 (a missing payload length is 0)
+_KERNEL_INTS = ("conn", "ts", "tcp_flags", "seq", "ack", "payload_len", "ip_len", "window", "mss",
+                "wscale", "sack_ok")
+
+
+def _columns(df, order=None):
+    """The kernels' columns of ``df`` (numpy, rows taken in ``order`` if given), and
+    ``has_tsval``."""
+    cols = {name: df[name].cast(pl.Int64).fill_null(0 if name == "payload_len" else -1)
+            .to_numpy() for name in _KERNEL_INTS}
+    cols["has_tsval"] = df["tsval"].is_not_null().cast(pl.UInt8).to_numpy()
+    return cols if order is None else {name: v[order] for name, v in cols.items()}
 
 
 def _nullable(values):
@@ -110,38 +120,51 @@ def _nullable(values):
     return pl.when(s >= 0).then(s)
 
 
-def annotate(packets, origin_ns):
-    """:func:`connections` of whole connections numbered elsewhere (the flow splitter's
-    ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`): ``packets`` holds TCP
-    packets in capture order with ``conn`` (int64) and ``a_side`` (bool, sent by the pair's
-    smaller endpoint); ``origin_ns`` is the ``ts`` that ``ts_s`` counts from."""
-    df = (packets.sort("conn", "ts", maintain_order=True)
-          .with_columns(ts_s=(pl.col("ts").cast(pl.Int64) - origin_ns) / 1e9))
-    return _oriented(df, "a_side")
-
-
 def _oriented(df, side):
     """``df`` (connections contiguous, in time order) with ``fwd`` (sent by the client: the
     ``side``, a column telling a packet's direction, of the connection's first SYN without ACK,
     else of its first packet), ``sender``, ``rel_seq`` and ``rel_ack``
     (:func:`traceflow.flows._hostreduce.orient`); ``side`` dropped."""
+    c = _columns(df)
     fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
-        _ints(df, "conn"), df[side].cast(pl.UInt8).to_numpy(), _ints(df, "tcp_flags"),
-        _ints(df, "seq"), _ints(df, "ack"), _ints(df, "payload_len", 0))
+        c["conn"], df[side].cast(pl.UInt8).to_numpy(), c["tcp_flags"], c["seq"], c["ack"],
+        c["payload_len"])
     return df.drop(side).with_columns(fwd=fwd, sender=sender, rel_seq=_nullable(rel_seq),
                                       rel_ack=_nullable(rel_ack))
 
 
 def _reduced(df):
-    """:func:`traceflow.flows._hostreduce.reduce` of the annotated packets ``df``."""
+    """:func:`traceflow.flows._hostreduce.reduce` of the annotated packets ``df``
+    (:func:`connections`)."""
+    return _reduce(_columns(df), df["ts_s"].to_numpy(), df["fwd"].cast(pl.UInt8).to_numpy(),
+                   df["sender"].cast(pl.UInt8).to_numpy(), df["rel_seq"].fill_null(-1).to_numpy(),
+                   df["rel_ack"].fill_null(-1).to_numpy())
+
+
+def _reduce(c, ts_s, fwd, sender, rel_seq, rel_ack):
     return _hostreduce.reduce(
-        _ints(df, "conn"), _ints(df, "ts"), df["ts_s"].to_numpy(), _ints(df, "tcp_flags"),
-        _ints(df, "seq"),
-        df["fwd"].cast(pl.UInt8).to_numpy(), df["sender"].cast(pl.UInt8).to_numpy(),
-        _ints(df, "rel_seq"), _ints(df, "rel_ack"), _ints(df, "payload_len", 0),
-        _ints(df, "ip_len"), _ints(df, "window"), _ints(df, "mss"), _ints(df, "wscale"),
-        _ints(df, "sack_ok"), df["tsval"].is_not_null().cast(pl.UInt8).to_numpy(),
-        QUICKACK_SEGMENTS, TIMER_SLACK_S)
+        c["conn"], c["ts"], ts_s, c["tcp_flags"], c["seq"], fwd, sender, rel_seq, rel_ack,
+        c["payload_len"], c["ip_len"], c["window"], c["mss"], c["wscale"], c["sack_ok"],
+        c["has_tsval"], QUICKACK_SEGMENTS, TIMER_SLACK_S)
+
+
+def reduce_packets(packets, origin_ns):
+    """:func:`reduce_connections` of whole connections numbered elsewhere (the flow splitter's
+    ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`), and the ``ts`` and
+    ``ip_len`` (int64 arrays, a missing length 0) of the data senders' packets. ``packets``:
+    TCP packets in capture order with ``conn`` and ``a_side`` (bool, sent by the pair's smaller
+    endpoint); ``origin_ns``: the ``ts`` that ``ts_s`` counts from. No frame of the packets is
+    built: numpy columns go to the kernels."""
+    conn, ts = packets["conn"].to_numpy(), packets["ts"].cast(pl.Int64).to_numpy()
+    order = np.lexsort((ts, conn))      # stable: connections contiguous, in time order
+    c = _columns(packets, order)
+    fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
+        c["conn"], packets["a_side"].cast(pl.UInt8).to_numpy()[order], c["tcp_flags"], c["seq"],
+        c["ack"], c["payload_len"])
+    # in Polars: its division by a constant rounds as a multiplication by its inverse
+    ts_s = pl.DataFrame({"ts": c["ts"]}).select((pl.col("ts") - origin_ns) / 1e9)["ts"].to_numpy()
+    parts = _parts(_reduce(c, ts_s, fwd.view(np.uint8), sender.view(np.uint8), rel_seq, rel_ack))
+    return parts, c["ts"][sender], np.maximum(c["ip_len"][sender], 0)
 
 
 def _legs(r):
@@ -172,9 +195,11 @@ def reduce_connections(df):
     can be reduced in several threads and merged in order (:meth:`HostFacts.merge`). Also
     ``exchanges``: the request/response exchanges of each connection with payload
     (:func:`traceflow.models.sessions.exchanges_per_connection`)."""
-    if df.height == 0:
-        return None
-    r = _reduced(df)
+    return _parts(_reduced(df)) if df.height else None
+
+
+def _parts(r):
+    """:func:`reduce_connections` of the kernel's facts ``r``."""
     legs = _legs(r)
     sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
     per = pl.DataFrame({name: r[name] for name in (
@@ -211,7 +236,7 @@ def reduce_connections(df):
 
 class HostFacts:
     """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
-    whole connections (:func:`connections` / :func:`annotate` output; every connection in one
+    whole connections (:func:`connections` output; every connection in one
     call), any number of times, then :meth:`result`. What is kept is a few values per connection
     (and the first-flight points, below), never the packets, so a capture can be streamed.
 
