@@ -344,6 +344,10 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                 if 2 * down.height > tr.height else None)
 
     sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
+    # the flows are fitted: their tables (O(flows)) would otherwise stay through the second pass
+    # of --hosts-from and the series statistics, whose own peaks add to them
+    del fl, tr, down
+    state.synacks = None
 
     log("end hosts")
     if hosts_from is not None:
