@@ -107,11 +107,18 @@ _KERNEL_INTS = ("conn", "ts", "tcp_flags", "seq", "ack", "payload_len", "ip_len"
 
 def _columns(df, order=None):
     """The kernels' columns of ``df`` (numpy, rows taken in ``order`` if given), and
-    ``has_tsval``."""
-    cols = {name: df[name].cast(pl.Int64).fill_null(0 if name == "payload_len" else -1)
-            .to_numpy() for name in _KERNEL_INTS}
-    cols["has_tsval"] = df["tsval"].is_not_null().cast(pl.UInt8).to_numpy()
-    return cols if order is None else {name: v[order] for name, v in cols.items()}
+    ``has_tsval``. Columns without nulls are read as they are and widened after the gather
+    (Polars' cast and fill_null of every column took longer than the kernels)."""
+    cols = {}
+    for name in _KERNEL_INTS:
+        col = df[name]
+        if col.null_count():
+            col = col.cast(pl.Int64).fill_null(0 if name == "payload_len" else -1)
+        values = col.to_physical().to_numpy()
+        cols[name] = (values if order is None else values[order]).astype(np.int64, copy=False)
+    has_tsval = df["tsval"].is_not_null().to_numpy()
+    cols["has_tsval"] = (has_tsval if order is None else has_tsval[order]).view(np.uint8)
+    return cols
 
 
 def _nullable(values):
@@ -199,38 +206,38 @@ def reduce_connections(df):
 
 
 def _parts(r):
-    """:func:`reduce_connections` of the kernel's facts ``r``."""
+    """:func:`reduce_connections` of the kernel's facts ``r`` (filtered in numpy: a few Polars
+    calls per part cost more than the kernel)."""
     legs = _legs(r)
     sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
-    per = pl.DataFrame({name: r[name] for name in (
-        "conn", "mss", "max_payload", "n_data", "header", "win", "both", "sack", "ts", "wscale",
-        "t_ack1", "total")})
-    # (request, response, close): the measured delays, not negative
-    app = {name: pl.Series(name, r[name], nan_to_null=True).drop_nulls() for name in
-           ("request", "response", "close")}
     p_conn, p_ts, p_top, p_ack1 = r["points"]
+    conn = r["conn"].astype(np.uint32)   # connection ids in 32 bits (they only join two parts)
+    data, flight, both = r["n_data"] >= 0, r["total"] >= 0, r["both"] == 1
+    wscale = r["wscale"][both]
     return {
         # MSS: the smaller of the two options per connection
-        "mss": per.filter(pl.col("mss") >= 0).select("mss"),
+        "mss": pl.DataFrame({"mss": r["mss"][r["mss"] >= 0]}),
         # n_data: only whether a connection sent at least 3 data segments is read
-        "per_conn": per.filter(pl.col("n_data") >= 0).select("max_payload", "n_data", "header"),
+        "per_conn": pl.DataFrame({name: r[name][data] for name in ("max_payload", "n_data",
+                                                                    "header")}),
         "legs": legs.select("leg_syn", "leg_ack", "sender_is_server"),
         "leg_max": float(sl.max()) if sl.len() else None,
-        # connection ids in 32 bits (they only join the two)
-        "flight": pl.DataFrame({"conn": p_conn, "ts_s": p_ts, "top": p_top, "t_ack1": p_ack1})
-        .with_columns(pl.col("conn").cast(pl.UInt32)),
-        "flight_conns": per.filter(pl.col("total") >= 0).select(
-            pl.col("conn").cast(pl.UInt32), "t_ack1", "total"),
+        "flight": pl.DataFrame({"conn": p_conn.astype(np.uint32), "ts_s": p_ts, "top": p_top,
+                                "t_ack1": p_ack1}),
+        "flight_conns": pl.DataFrame({"conn": conn[flight], "t_ack1": r["t_ack1"][flight],
+                                      "total": r["total"][flight]}),
         # without the connection ids: what is kept per connection is only what the results read
-        "rwnd": per.filter(pl.col("win") >= 0).select("win"),
-        "options": per.filter(pl.col("both") == 1).select(
-            both=pl.lit(True), sack=pl.col("sack") == 1, ts=pl.col("ts") == 1,
-            wscale=pl.when(pl.col("wscale") >= 0).then(pl.col("wscale"))),
-        **{name: x.filter(x >= 0) for name, x in app.items()},
+        "rwnd": pl.DataFrame({"win": r["win"][r["win"] >= 0]}),
+        "options": pl.DataFrame({"both": np.ones(wscale.size, bool), "sack": r["sack"][both] == 1,
+                                 "ts": r["ts"][both] == 1,
+                                 "wscale": pl.Series(wscale).set(pl.Series(wscale < 0), None)}),
+        # the measured delays (s), not negative
+        **{name: pl.Series(name, r[name][r[name] >= 0]) for name in ("request", "response",
+                                                                       "close")},
         "timeouts": _timeouts(r),
         "syn_gaps": pl.Series("gap", r["syn_gaps"]),
         "spa": r["spa"],
-        "exchanges": pl.Series("exchanges", r["exchanges"]).filter(pl.Series(r["exchanges"]) >= 0),
+        "exchanges": pl.Series("exchanges", r["exchanges"][r["exchanges"] >= 0]),
     }
 
 
