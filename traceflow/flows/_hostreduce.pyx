@@ -431,8 +431,11 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
             c += 1
             s = e
     out["spa"] = np.array([spa[0], spa[1], spa[2], spa[3]], dtype=np.int64)
-    out["points"] = (p_conn_a[:npt], p_ts_a[:npt], p_top_a[:npt], p_ack1_a[:npt])
-    out["syn_gaps"] = gaps_a[:ngap]
+    # copies of what was found, not views: a part kept for the whole capture would keep the
+    # buffer sized for every data segment / SYN alive
+    out["points"] = (p_conn_a[:npt].copy(), p_ts_a[:npt].copy(), p_top_a[:npt].copy(),
+                     p_ack1_a[:npt].copy())
+    out["syn_gaps"] = gaps_a[:ngap].copy()
     out["timeouts"] = timeouts = {name: np.empty(nto, np.int64) for name in (
         "conn", "ts", "rel_seq", "nth")}
     timeouts.update({name: np.empty(nto, np.float64) for name in (
