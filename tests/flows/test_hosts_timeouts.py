@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from conftest import shared_path
-from traceflow.flows.hosts import _handshake_legs, _timeouts, connections, infer_hosts
+from traceflow.flows.hosts import _reduced, _timeouts, connections, infer_hosts
 from traceflow.pcap.schema import PACKET_SCHEMA
 
 RUNS = ["devcubic", "rtt3dev", *(pytest.param(r, marks=pytest.mark.slow) for r in ("alpha1.35", "dev10m"))]
@@ -67,7 +67,7 @@ def _timeouts_of(events_by_conn):
     for c, events in enumerate(events_by_conn):
         _conn(rows, c, c * 10**10, events)
     df = connections(pa.Table.from_pylist(rows, schema=PACKET_SCHEMA))
-    return _timeouts(df, _handshake_legs(df))
+    return _timeouts(_reduced(df))
 
 
 FLIGHT = [("tx", 0.01 * k, k) for k in range(5)]

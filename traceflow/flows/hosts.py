@@ -50,9 +50,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from traceflow.flows import _hostreduce
+
 from traceflow.models.model import Hosts
 
-_MOD = 1 << 32
 SYN, ACK, RST = 0x02, 0x10, 0x04
 #: Linux quick-ACK mode: at most TCP_MAX_QUICKACKS = 16 segments acknowledged one by one at start
 QUICKACK_SEGMENTS = 16
@@ -93,72 +94,93 @@ def connections(packets):
     prev_syn_seq = pl.when(pl.col("syn")).then(pl.col("seq")).forward_fill().shift(1).over("key")
     new_conn = pl.col("syn") & (prev_syn_seq.is_null() | (prev_syn_seq != pl.col("seq")))
     df = df.with_columns(epoch=new_conn.cast(pl.Int32).cum_sum().over("key"))
-    df = df.with_columns(conn=pl.struct("key", "epoch").rank("dense").cast(pl.Int64))
-    return _orient(_with_fwd(df, "_a").drop("_a", "_b", "epoch", "syn", "key"))
+    df = df.with_columns(conn=pl.struct("key", "epoch").rank("dense").cast(pl.Int64),
+                         _side=pl.col("_a") < pl.col("_b"))
+    return _oriented(df.drop("_a", "_b", "epoch", "syn", "key"), "_side")
 
 
-def _with_fwd(df, side):
-    """``df`` (connections contiguous) with ``fwd``, True where a packet was sent by the client:
-    the ``side`` (a column telling a packet's direction) of the connection's first SYN without
-    ACK, else of its first packet."""
-    client = pl.col(side).filter(pl.col("syn")).first().fill_null(pl.col(side).first())
-    return (_per_conn(df, _client=client).with_columns(fwd=pl.col(side) == pl.col("_client"))
-            .drop("_client"))
+#: the packet columns the kernels (:mod:`traceflow.flows._hostreduce`) read, as int64 with null
+#: as -1 (a missing payload length is 0)
+_KERNEL_INTS = ("conn", "ts", "tcp_flags", "seq", "ack", "payload_len", "ip_len", "window", "mss",
+                "wscale", "sack_ok")
 
 
-def _per_conn(df, **aggs):
-    """``df`` with the aggregations ``aggs`` of each connection on its every row: one group-by
-    and a gather, for a frame whose connections are contiguous (several times cheaper than the
-    same expressions ``.over("conn")``)."""
-    per = df.group_by("conn", maintain_order=True).agg(**aggs)   # in order of appearance
-    run = df.select((~_in_run()).cum_sum() - 1).to_series()
-    return df.with_columns(per[name].gather(run) for name in aggs)
+def _columns(df, order=None):
+    """The kernels' columns of ``df`` (numpy, rows taken in ``order`` if given), and
+    ``has_tsval``. Columns without nulls are read as they are and widened after the gather
+    (Polars' cast and fill_null of every column took longer than the kernels)."""
+    cols = {}
+    for name in _KERNEL_INTS:
+        col = df[name]
+        if col.null_count():
+            col = col.cast(pl.Int64).fill_null(0 if name == "payload_len" else -1)
+        values = col.to_physical().to_numpy()
+        cols[name] = (values if order is None else values[order]).astype(np.int64, copy=False)
+    has_tsval = df["tsval"].is_not_null().to_numpy()
+    cols["has_tsval"] = (has_tsval if order is None else has_tsval[order]).view(np.uint8)
+    return cols
 
 
-def annotate(packets, origin_ns):
-    """:func:`connections` of whole connections numbered elsewhere (the flow splitter's
-    ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`): ``packets`` holds TCP
-    packets in capture order with ``conn`` (int64) and ``a_side`` (bool, sent by the pair's
-    smaller endpoint); ``origin_ns`` is the ``ts`` that ``ts_s`` counts from."""
-    is_syn = ((pl.col("tcp_flags") & SYN) != 0) & ((pl.col("tcp_flags") & ACK) == 0)
-    df = (packets.sort("conn", "ts", maintain_order=True)
-          .with_columns(syn=is_syn, ts_s=(pl.col("ts").cast(pl.Int64) - origin_ns) / 1e9))
-    return _orient(_with_fwd(df, "a_side").drop("a_side", "syn"))
+def _nullable(values):
+    """An int64 kernel result with -1 for null as a Polars expression."""
+    s = pl.lit(pl.Series(values))
+    return pl.when(s >= 0).then(s)
 
 
-def _orient(df):
-    """``sender``, ``rel_seq``, ``rel_ack`` of packets with ``conn`` (contiguous) and ``fwd``."""
-    fwd, seq = pl.col("fwd"), pl.col("seq")
-    syn, data = (pl.col("tcp_flags") & SYN) != 0, pl.col("payload_len") > 0
-    # per direction: payload, first SYN's and first data segment's sequence numbers; the data
-    # sender is the direction that carried more payload
-    df = _per_conn(df, _c2s=pl.col("payload_len").filter(fwd).sum(),
-                   _s2c=pl.col("payload_len").filter(~fwd).sum(),
-                   _isn_f=seq.filter(fwd & syn).first(), _isn_r=seq.filter(~fwd & syn).first(),
-                   _data_f=seq.filter(fwd & data).first(), _data_r=seq.filter(~fwd & data).first())
-    sender_fwd = pl.col("_c2s") > pl.col("_s2c")
-    isn = pl.when(sender_fwd).then(pl.col("_isn_f")).otherwise(pl.col("_isn_r"))
-    first_data = pl.when(sender_fwd).then(pl.col("_data_f")).otherwise(pl.col("_data_r"))
-    base = (isn.cast(pl.Int64) + 1).fill_null(first_data.cast(pl.Int64))
-    df = df.with_columns(
-        sender=fwd == sender_fwd,
-        rel_seq=pl.when(fwd == sender_fwd).then((seq.cast(pl.Int64) - base) % _MOD),
-        rel_ack=pl.when((fwd != sender_fwd) & ((pl.col("tcp_flags") & ACK) != 0))
-        .then((pl.col("ack").cast(pl.Int64) - base) % _MOD))
-    return df.drop("_c2s", "_s2c", "_isn_f", "_isn_r", "_data_f", "_data_r")
+def _oriented(df, side):
+    """``df`` (connections contiguous, in time order) with ``fwd`` (sent by the client: the
+    ``side``, a column telling a packet's direction, of the connection's first SYN without ACK,
+    else of its first packet), ``sender``, ``rel_seq`` and ``rel_ack``
+    (:func:`traceflow.flows._hostreduce.orient`); ``side`` dropped."""
+    c = _columns(df)
+    fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
+        c["conn"], df[side].cast(pl.UInt8).to_numpy(), c["tcp_flags"], c["seq"], c["ack"],
+        c["payload_len"])
+    return df.drop(side).with_columns(fwd=fwd, sender=sender, rel_seq=_nullable(rel_seq),
+                                      rel_ack=_nullable(rel_ack))
 
 
-def _handshake_legs(df):
-    """Per connection: ``leg_syn`` = SYN → SYN/ACK and ``leg_ack`` = SYN/ACK → first ACK (s)."""
-    flags = pl.col("tcp_flags")
-    synack = ((flags & SYN) != 0) & ((flags & ACK) != 0)
-    return df.group_by("conn").agg(
-        t_syn=pl.col("ts_s").filter(((flags & SYN) != 0) & ((flags & ACK) == 0)).first(),
-        t_synack=pl.col("ts_s").filter(synack).first(),
-        t_ack=pl.col("ts_s").filter(pl.col("fwd") & ((flags & SYN) == 0) & ((flags & ACK) != 0)).first(),
-        sender_is_server=~pl.col("fwd").filter(pl.col("sender")).first(),
-    ).with_columns(leg_syn=pl.col("t_synack") - pl.col("t_syn"),
-                   leg_ack=pl.col("t_ack") - pl.col("t_synack"))
+def _reduced(df):
+    """:func:`traceflow.flows._hostreduce.reduce` of the annotated packets ``df``
+    (:func:`connections`)."""
+    return _reduce(_columns(df), df["ts_s"].to_numpy(), df["fwd"].cast(pl.UInt8).to_numpy(),
+                   df["sender"].cast(pl.UInt8).to_numpy(), df["rel_seq"].fill_null(-1).to_numpy(),
+                   df["rel_ack"].fill_null(-1).to_numpy())
+
+
+def _reduce(c, ts_s, fwd, sender, rel_seq, rel_ack):
+    return _hostreduce.reduce(
+        c["conn"], c["ts"], ts_s, c["tcp_flags"], c["seq"], fwd, sender, rel_seq, rel_ack,
+        c["payload_len"], c["ip_len"], c["window"], c["mss"], c["wscale"], c["sack_ok"],
+        c["has_tsval"], QUICKACK_SEGMENTS, TIMER_SLACK_S)
+
+
+def reduce_packets(packets, origin_ns):
+    """:func:`reduce_connections` of whole connections numbered elsewhere (the flow splitter's
+    ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`), and the ``ts`` and
+    ``ip_len`` (int64 arrays, a missing length 0) of the data senders' packets. ``packets``:
+    TCP packets in capture order with ``conn`` and ``a_side`` (bool, sent by the pair's smaller
+    endpoint); ``origin_ns``: the ``ts`` that ``ts_s`` counts from. No frame of the packets is
+    built: numpy columns go to the kernels."""
+    conn, ts = packets["conn"].to_numpy(), packets["ts"].cast(pl.Int64).to_numpy()
+    order = np.lexsort((ts, conn))      # stable: connections contiguous, in time order
+    c = _columns(packets, order)
+    fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
+        c["conn"], packets["a_side"].cast(pl.UInt8).to_numpy()[order], c["tcp_flags"], c["seq"],
+        c["ack"], c["payload_len"])
+    # in Polars: its division by a constant rounds as a multiplication by its inverse
+    ts_s = pl.DataFrame({"ts": c["ts"]}).select((pl.col("ts") - origin_ns) / 1e9)["ts"].to_numpy()
+    parts = _parts(_reduce(c, ts_s, fwd.view(np.uint8), sender.view(np.uint8), rel_seq, rel_ack))
+    return parts, c["ts"][sender], np.maximum(c["ip_len"][sender], 0)
+
+
+def _legs(r):
+    """Per connection of the kernel's facts ``r``: ``leg_syn`` = SYN → SYN/ACK and ``leg_ack``
+    = SYN/ACK → first ACK (s), the times they span and ``sender_is_server``."""
+    return pl.DataFrame({"conn": r["conn"], "t_syn": r["t_syn"], "t_synack": r["t_synack"],
+                         "t_ack": r["t_ack"]}, nan_to_null=True).with_columns(
+        sender_is_server=_nullable(r["sender_is_server"]).cast(pl.Boolean)).with_columns(
+        leg_syn=pl.col("t_synack") - pl.col("t_syn"), leg_ack=pl.col("t_ack") - pl.col("t_synack"))
 
 
 def _mode(values):
@@ -170,38 +192,6 @@ def _mode(values):
     return uniq[np.argmax(counts)].item()
 
 
-def _in_run(k=1):
-    """True where the row ``k`` rows away belongs to the same connection, in a frame whose rows
-    of one connection are contiguous (sorted by ``conn``): with it, a window over ``conn`` becomes
-    a plain shift, several times cheaper than ``over("conn")`` with thousands of connections."""
-    return (pl.col("conn") == pl.col("conn").shift(k)).fill_null(False)
-
-
-def _shift_in_run(x, k=1):
-    """``x.shift(k).over("conn")`` for contiguous connections (:func:`_in_run`)."""
-    return pl.when(_in_run(k)).then(x.shift(k))
-
-
-def _cum_max_in_run(x):
-    """``x.cum_max().over("conn")`` of an integer column in [0, 2^40) for contiguous connections:
-    each run is lifted above the previous ones, so one cumulative maximum restarts at each."""
-    lift = (~_in_run()).cum_sum().cast(pl.Int64) * (1 << 40)
-    return (x + lift).cum_max() - lift
-
-
-def _ff_in_run(x):
-    """``x.forward_fill().over("conn")`` for contiguous connections: a value carried from an
-    earlier connection is dropped."""
-    run = (~_in_run()).cum_sum()
-    return pl.when(pl.when(x.is_not_null()).then(run).forward_fill() == run).then(x.forward_fill())
-
-
-def _rank_in_run():
-    """``pl.int_range(pl.len()).over("conn")`` for contiguous connections."""
-    i = pl.int_range(pl.len(), dtype=pl.Int64)
-    return i - pl.when(~_in_run()).then(i).forward_fill()
-
-
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
 
@@ -209,40 +199,51 @@ _COUNTED = ("mss", "per_conn", "rwnd", "options")
 def reduce_connections(df):
     """What :class:`HostFacts` keeps of the packets ``df`` of whole connections (a dict of its
     parts; None without packets), computed without the facts gathered so far, so connections
-    can be reduced in several threads and merged in order (:meth:`HostFacts.merge`)."""
-    if df.height == 0:
-        return None
-    flags = pl.col("tcp_flags")
-    legs = _handshake_legs(df)
+    can be reduced in several threads and merged in order (:meth:`HostFacts.merge`). Also
+    ``exchanges``: the request/response exchanges of each connection with payload
+    (:func:`traceflow.models.sessions.exchanges_per_connection`)."""
+    return _parts(_reduced(df)) if df.height else None
+
+
+def _parts(r):
+    """:func:`reduce_connections` of the kernel's facts ``r`` (filtered in numpy: a few Polars
+    calls per part cost more than the kernel)."""
+    legs = _legs(r)
     sl = legs.select(leg=_sender_leg(legs)).drop_nulls()["leg"]
-    points, conns = _flight_points(df)
+    p_conn, p_ts, p_top, p_ack1 = r["points"]
+    conn = r["conn"].astype(np.uint32)   # connection ids in 32 bits (they only join two parts)
+    data, flight, both = r["n_data"] >= 0, r["total"] >= 0, r["both"] == 1
+    wscale = r["wscale"][both]
     return {
         # MSS: the smaller of the two options per connection
-        "mss": df.filter((flags & SYN) != 0).group_by("conn").agg(pl.col("mss").min())
-        .drop_nulls().select("mss"),
+        "mss": pl.DataFrame({"mss": r["mss"][r["mss"] >= 0]}),
         # n_data: only whether a connection sent at least 3 data segments is read
-        "per_conn": df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).group_by("conn").agg(
-            max_payload=pl.col("payload_len").max(), n_data=pl.len().clip(upper_bound=3),
-            header=(pl.col("ip_len") - pl.col("payload_len")).filter(
-                pl.col("payload_len") == pl.col("payload_len").max()).first()).drop("conn"),
+        "per_conn": pl.DataFrame({name: r[name][data] for name in ("max_payload", "n_data",
+                                                                    "header")}),
         "legs": legs.select("leg_syn", "leg_ack", "sender_is_server"),
         "leg_max": float(sl.max()) if sl.len() else None,
-        # connection ids in 32 bits (they only join the two)
-        "flight": points.with_columns(pl.col("conn").cast(pl.UInt32)),
-        "flight_conns": conns.with_columns(pl.col("conn").cast(pl.UInt32)),
+        "flight": pl.DataFrame({"conn": p_conn.astype(np.uint32), "ts_s": p_ts, "top": p_top,
+                                "t_ack1": p_ack1}),
+        "flight_conns": pl.DataFrame({"conn": conn[flight], "t_ack1": r["t_ack1"][flight],
+                                      "total": r["total"][flight]}),
         # without the connection ids: what is kept per connection is only what the results read
-        "rwnd": _receiver_windows(df).drop("conn"),
-        "options": _handshake_options(df).drop("conn"),
-        **_app_times(df),
-        "timeouts": _timeouts(df, legs),
-        "syn_gaps": _syn_gaps(df).drop_nulls(),
-        "spa": _ack_counts(df),
+        "rwnd": pl.DataFrame({"win": r["win"][r["win"] >= 0]}),
+        "options": pl.DataFrame({"both": np.ones(wscale.size, bool), "sack": r["sack"][both] == 1,
+                                 "ts": r["ts"][both] == 1,
+                                 "wscale": pl.Series(wscale).set(pl.Series(wscale < 0), None)}),
+        # the measured delays (s), not negative
+        **{name: pl.Series(name, r[name][r[name] >= 0]) for name in ("request", "response",
+                                                                       "close")},
+        "timeouts": _timeouts(r),
+        "syn_gaps": pl.Series("gap", r["syn_gaps"]),
+        "spa": r["spa"],
+        "exchanges": pl.Series("exchanges", r["exchanges"][r["exchanges"] >= 0]),
     }
 
 
 class HostFacts:
     """End-host facts accumulated connection by connection: feed :meth:`add` the packets of
-    whole connections (:func:`connections` / :func:`annotate` output; every connection in one
+    whole connections (:func:`connections` output; every connection in one
     call), any number of times, then :meth:`result`. What is kept is a few values per connection
     (and the first-flight points, below), never the packets, so a capture can be streamed.
 
@@ -381,31 +382,9 @@ def vantage(legs):
 
 
 
-def _flight_points(df):
-    """What :func:`_initial_window` needs of some connections: ``(points, conns)``. ``conns``:
-    per connection with a data ACK, ``t_ack1`` (its first, s) and ``total`` (highest data byte
-    sent); ``points``: ``conn``, ``ts_s``, ``top`` (highest data byte sent up to then) and
-    ``t_ack1`` where ``top`` grows after ``t_ack1``, and the last of them before it
-    (:meth:`HostFacts.merge` keeps those before ``t_ack1 + leg_cap / 2``)."""
-    t_ack1 = (df.filter(pl.col("rel_ack").is_not_null() & (pl.col("rel_ack") > 0)
-                        & (pl.col("rel_ack") < _MOD // 2))
-              .group_by("conn").agg(t_ack1=pl.col("ts_s").min()))
-    data = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0))
-            .select("conn", "ts_s", end=pl.col("rel_seq") + pl.col("payload_len"))
-            .join(t_ack1, on="conn").sort("conn", "ts_s", maintain_order=True)
-            .with_columns(top=_cum_max_in_run(pl.col("end"))))
-    conns = data.group_by("conn").agg(pl.col("t_ack1").first(), total=pl.col("end").max())
-    grows = pl.col("top") > _shift_in_run(pl.col("top")).fill_null(-1)
-    # before the first data ACK only the last point counts (the cut is never earlier)
-    early = pl.col("ts_s") < pl.col("t_ack1")
-    last_early = early & ~_shift_in_run(early, -1).fill_null(False)
-    points = data.filter(last_early | grows & ~early)
-    return points.select("conn", "ts_s", "top", "t_ack1"), conns
-
-
 def _initial_window(points, conns, legs, seg):
     """Median first-flight size (segments) over connections that sent beyond it, and their count.
-    ``points``, ``conns``: lists of :func:`_flight_points` frames, the i-th of both of the same
+    ``points``, ``conns``: lists of the ``flight`` and ``flight_conns`` parts of
     connections, taken pair by pair (the points of a long capture joined whole would take
     several times their memory)."""
     if not seg or not conns:
@@ -436,32 +415,10 @@ def _initial_window(points, conns, legs, seg):
     return float(iw), int(flight.size)
 
 
-def _receiver_windows(df):
-    """Per connection, the data receiver's largest advertised window (bytes, scaled)."""
-    flags = pl.col("tcp_flags")
-    scale = (pl.col("wscale").filter(~pl.col("sender") & ((flags & SYN) != 0)).first().over("conn")
-             .fill_null(0).cast(pl.Int64))
-    # Windows in SYN segments are never scaled (RFC 7323).
-    w = df.with_columns(win=pl.when((flags & SYN) != 0).then(pl.col("window").cast(pl.Int64))
-                        .otherwise(pl.col("window").cast(pl.Int64) * (2 ** scale)))
-    return w.filter(~pl.col("sender") & ((flags & RST) == 0)).group_by("conn").agg(pl.col("win").max())
-
-
 def _receiver_window(per):
     if per is None or per.height == 0:
         return None
     return int(per["win"].median())
-
-
-def _handshake_options(df):
-    """Per connection whose SYN and SYN/ACK were both seen: whether both carry SACK-permitted
-    and Timestamps, and the data receiver's window-scale shift."""
-    flags = pl.col("tcp_flags")
-    return df.filter((flags & SYN) != 0).group_by("conn").agg(
-        both=pl.col("fwd").n_unique() == 2,
-        sack=pl.col("sack_ok").fill_null(False).all(),
-        ts=pl.col("tsval").is_not_null().all(),
-        wscale=pl.col("wscale").filter(~pl.col("sender")).first()).filter(pl.col("both"))
 
 
 def _options(hs):
@@ -475,34 +432,10 @@ def _options(hs):
             None if wscale is None else int(wscale))
 
 
-def _app_times(df):
-    """Per connection (s, only those measured and not negative): ``request`` (the client's
-    handshake ACK to its request, when the request follows it rather than riding on it),
-    ``response`` (the end of the request to the first response byte) and ``close`` (the last
-    response byte to the server's FIN): a Series of each."""
-    flags = pl.col("tcp_flags")
-    client, server = pl.col("fwd"), ~pl.col("fwd")
-    data = pl.col("payload_len") > 0
-    per = df.group_by("conn").agg(
-        ack=pl.col("ts_s").filter(client & ((flags & (SYN | ACK)) == ACK) & ~data).first(),
-        request=pl.col("ts_s").filter(client & data).first(),
-        request_end=pl.col("ts_s").filter(client & data).last(),
-        response=pl.col("ts_s").filter(server & data).first(),
-        last=pl.col("ts_s").filter(server & data).max(),
-        fin=pl.col("ts_s").filter(server & ((flags & 0x01) != 0)).first())
-    delays = per.select(
-        request=pl.when(pl.col("request") > pl.col("ack")).then(pl.col("request") - pl.col("ack")),
-        response=pl.when(pl.col("response") > pl.col("request_end"))
-        .then(pl.col("response") - pl.col("request_end")),
-        close=pl.col("fin") - pl.col("last"))
-    return {name: delays[name].drop_nulls().filter(delays[name].drop_nulls() >= 0)
-            for name in delays.columns}
-
-
 def _app_delays(delays, *, sender_side):
     """Medians (s) of the client's request delay and, at a sender-side vantage point, of the
     server's response and close delays (see the module docstring); None where unmeasured.
-    ``delays``: :func:`_app_times` of the connections."""
+    ``delays``: the ``request``, ``response`` and ``close`` parts of the connections."""
     def median(x):
         return float(x.median()) if x is not None and x.len() else None
 
@@ -511,79 +444,16 @@ def _app_delays(delays, *, sender_side):
             "close_delay_s": median(delays["close"]) if sender_side else None}
 
 
-def _srtt(d, legs):
-    """The data sender's smoothed RTT after each of its RTT samples (``conn``, ``ts_s``,
-    ``srtt``, s): RFC 6298's estimator (gain 1/8) over the handshake round trip SYN → SYN/ACK →
-    ACK (the sender's first sample: its SYN/ACK or SYN answered) and then the data → ACK samples
-    of segments sent once (Karn), ACK by ACK."""
-    hand = legs.select("conn", ts_s=pl.when(pl.col("sender_is_server")).then(pl.col("t_ack"))
-                       .otherwise(pl.col("t_synack")), m=pl.col("leg_syn") + pl.col("leg_ack"))
-    sent_once = (d.filter(pl.col("sender") & (pl.col("copies") == 1))
-                 .select("conn", una_prev=pl.col("rel_seq"), t_tx=pl.col("ts_s")))
-    data = (d.filter(pl.col("adv")).select("conn", "ts_s", "una_prev")
-            .join(sent_once, on=["conn", "una_prev"])
-            .select("conn", "ts_s", m=pl.col("ts_s") - pl.col("t_tx")))
-    samples = pl.concat([hand.drop_nulls(), data]).sort("conn", "ts_s")
-    return samples.select("conn", "ts_s", srtt=pl.col("m").ewm_mean(alpha=1 / 8, adjust=False)
-                          .over("conn"))
-
-
-def _timeouts(df, legs):
-    """The timeout retransmissions of the data senders (see the module docstring): ``conn``,
-    ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's previous transmission), ``srtt``
-    (s), ``nth`` (1 for a segment's first timeout, 2 for the next, ...)."""
-    flags = pl.col("tcp_flags")
-    # only connections that resent a segment can hold a timeout; the rest (most of them, and
-    # most packets) skip the windows below, which are per connection and so unchanged by this
-    df = df.filter(pl.col("conn").is_in(_resending(df).implode()))
-    d = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0) | ~pl.col("sender"))
-         .sort("conn", "ts")
-         .with_columns(end=pl.when(pl.col("sender")).then(pl.col("rel_seq") + pl.col("payload_len")),
-                       ack=pl.when(~pl.col("sender") & ((flags & ACK) != 0)
-                                   & (pl.col("rel_ack") < _MOD // 2)).then(pl.col("rel_ack"))))
-    d = d.with_columns(
-        una=_ff_in_run(_cum_max_in_run(pl.col("ack"))).fill_null(0),
-        prev_max=_shift_in_run(_ff_in_run(_cum_max_in_run(pl.col("end")))),
-        last_rx=_shift_in_run(_ff_in_run(pl.when(~pl.col("sender")).then(pl.col("ts_s")))))
-    d = _copies(d).with_columns(una_prev=_shift_in_run(pl.col("una")).fill_null(0))
-    d = d.with_columns(adv=pl.col("ack").is_not_null() & (pl.col("una") > pl.col("una_prev")))
-    retx = (d.filter(pl.col("sender") & pl.col("prev_max").is_not_null()
-                     & (pl.col("end") <= pl.col("prev_max")))
-            .join_asof(_srtt(d, legs), on="ts_s", by="conn", strategy="backward",
-                       check_sortedness=False)
-            .filter(pl.col("srtt").is_not_null()))
-    go_back = pl.col("rel_seq") == pl.col("una")
-    probe = ((pl.col("end") == pl.col("prev_max"))
-             & (pl.col("prev_max") - pl.col("una") > pl.col("payload_len")))
-    silent = pl.col("ts_s") - pl.col("last_rx") > pl.col("srtt") + TIMER_SLACK_S
-    return (retx.filter(go_back & ~probe & silent)
-            .with_columns(since_tx=pl.col("ts_s") - pl.col("prev_tx"),
-                          # a repeat timeout of the same segment, no ACK since its previous copy
-                          nth=pl.int_range(1, pl.len() + 1).over("conn", "rel_seq"))
-            .select("conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx"))
-
-
-def _resending(df):
-    """The connections whose data sender sent a segment ending at or below the highest sequence
-    number it had sent before (a retransmission candidate of :func:`_timeouts`)."""
-    sent = (df.filter(pl.col("sender") & (pl.col("payload_len") > 0)).sort("conn", "ts")
-            .select("conn", end=pl.col("rel_seq") + pl.col("payload_len")))
-    return sent.filter(pl.col("end") <= _shift_in_run(_cum_max_in_run(pl.col("end"))))["conn"].unique()
-
-
-def _copies(d):
-    """``d`` with, on the data sender's segments, ``copies`` (how often the segment's sequence
-    number was sent) and ``prev_tx`` (s, when its previous copy was): runs of a stable sort by
-    (conn, rel_seq), several times faster than windows over those keys."""
-    key = ["conn", "rel_seq"]
-    same = (pl.col("conn") == pl.col("conn").shift(1)) & (pl.col("rel_seq") == pl.col("rel_seq").shift(1))
-    sent = (d.with_row_index("_i").filter(pl.col("sender")).select("_i", *key, "ts_s")
-            .sort(key, maintain_order=True)
-            .with_columns(prev_tx=pl.when(same).then(pl.col("ts_s").shift(1)),
-                          _run=(~same.fill_null(False)).cum_sum())
-            .select("_i", "prev_tx", copies=pl.len().over("_run").cast(pl.UInt32)))
-    return (d.with_row_index("_i").join(sent, on="_i", how="left", maintain_order="left")
-            .drop("_i"))
+def _timeouts(r):
+    """The timeout retransmissions of the data senders (see the module docstring) in the
+    kernel's facts ``r``: ``conn``, ``ts``, ``rel_seq``, ``since_tx`` (s since the segment's
+    previous transmission), ``srtt`` (s, the sender's smoothed RTT then: RFC 6298's estimator,
+    gain 1/8, over the handshake round trip that spans it and the data -> ACK samples of
+    segments sent once, Karn), ``nth`` (1 for a segment's first timeout, 2 for the next, ...),
+    ``last_rx`` and ``prev_tx`` (s, the receiver's last packet and the segment's previous copy
+    before it)."""
+    return pl.DataFrame(r["timeouts"], nan_to_null=True).select(
+        "conn", "ts", "rel_seq", "since_tx", "srtt", "nth", "last_rx", "prev_tx")
 
 
 def _min_rto(timeouts):
@@ -605,51 +475,13 @@ def _backoff(timeouts):
     return float((t["since_tx"] / t["prev"]).median())
 
 
-def _syn_gaps(df):
-    """Interval (s) between the first two copies of each SYN or SYN/ACK (same ISN) that was
-    sent more than once."""
-    flags = pl.col("tcp_flags")
-    key = ["conn", "fwd", "seq"]
-
-    def same(k):  # the row k before is a copy of the same segment
-        return pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(k)) for c in key)
-
-    # the second copy of each segment in time order: a plain shift, no per-group sort
-    return (df.filter((flags & SYN) != 0).sort(*key, "ts", maintain_order=True)
-            .with_columns(gap=pl.col("ts_s") - pl.col("ts_s").shift(1))
-            .filter(same(1) & ~same(2))["gap"])
-
-
 def _initial_rto(gaps):
-    """Median of :func:`_syn_gaps` ``gaps`` (s) and the number of handshakes with a
-    retransmission: the RTO before any RTT sample."""
+    """Median of the ``syn_gaps`` ``gaps`` (s between the first two copies of a SYN or SYN/ACK)
+    and the number of handshakes with a retransmission: the RTO before any RTT sample."""
     gaps = gaps.drop_nulls()
     if gaps.len() == 0:
         return None, 0
     return float(gaps.median()), int(gaps.len())
-
-
-def _ack_counts(df):
-    """For :func:`_segments_per_ack`: new data segments and acknowledgment advances of the
-    connections ``df`` (in (conn, ts) order, as :func:`connections` and :func:`annotate` leave
-    them), beyond the first :data:`QUICKACK_SEGMENTS` segments of each (late) and all of them:
-    [late segments, late ACKs, segments, ACKs]. One collect for the four counts."""
-    lf = df.lazy()
-    new_data = (lf.filter(pl.col("sender") & (pl.col("payload_len") > 0))
-                .select("conn", end=pl.col("rel_seq") + pl.col("payload_len"))
-                .with_columns(prev=_shift_in_run(_cum_max_in_run(pl.col("end"))).fill_null(0))
-                .filter(pl.col("end") > pl.col("prev"))
-                .with_columns(k=_rank_in_run()))
-    acks = (lf.filter(pl.col("rel_ack").is_not_null() & (pl.col("payload_len") == 0))
-            .select("conn", "rel_ack")
-            .with_columns(prev=_shift_in_run(pl.col("rel_ack")).fill_null(0))
-            .filter((pl.col("rel_ack") > pl.col("prev")) & (pl.col("rel_ack") < _MOD // 2)))
-    # the ACKs of the later segments: those above the end of the quick-ACK segments
-    late = new_data.filter(pl.col("k") == QUICKACK_SEGMENTS - 1).select("conn", quick=pl.col("end"))
-    late_data = new_data.filter(pl.col("k") >= QUICKACK_SEGMENTS)
-    late_acks = acks.join(late, on="conn").filter(pl.col("rel_ack") > pl.col("quick"))
-    counts = pl.collect_all([f.select(pl.len()) for f in (late_data, late_acks, new_data, acks)])
-    return np.array([c.item() for c in counts])
 
 
 def _segments_per_ack(late_data, late_acks, new_data, acks):

@@ -220,7 +220,11 @@ def path_rtt(flows):
     the misplaced part of the RTT."""
     from traceflow.flows.scatter import scattered
 
-    pair = ["client_addr", "server_addr"]
+    # the host pair as two integers (the addresses' category codes, nulls kept): the windows
+    # over it hash integers, not strings (the same groups; 16x capture: 4.2 -> 1.7 s)
+    flows = flows.with_columns(pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
+                               for c in ("client_addr", "server_addr"))
+    pair = ["_client_addr", "_server_addr"]
     syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
 
     def spread(leg, q):
@@ -253,7 +257,7 @@ def path_rtt(flows):
             .with_columns(server_share=(syn.min().over(pair)
                                         / (syn.min().over(pair) + ack.min().over(pair)))
                           .fill_null(0.5))
-            .drop("_row", "_t", "_hs", "_free", "_near"))
+            .drop("_row", "_t", "_hs", "_free", "_near", *pair))
 
 
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, proto=None,
@@ -344,6 +348,10 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                 if 2 * down.height > tr.height else None)
 
     sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
+    # the flows are fitted: their tables (O(flows)) would otherwise stay through the second pass
+    # of --hosts-from and the series statistics, whose own peaks add to them
+    del fl, tr, down
+    state.synacks = None
 
     log("end hosts")
     if hosts_from is not None:

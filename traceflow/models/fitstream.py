@@ -10,9 +10,9 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
 - a buffer of the TCP packets of the connections still open (only the columns the end-host
   inference reads, lengths and connection ids in 32 bits). When the flow table hands out a
   finished connection, its packets leave the buffer and are reduced: end-host facts
-  (:class:`traceflow.flows.hosts.HostFacts`), request/response exchanges
-  (:func:`traceflow.models.sessions.exchange_counts`) and, from the packets of its data sender,
-  the data-direction bytes per 10 ms (:class:`Bins`).
+  (:class:`traceflow.flows.hosts.HostFacts`) and request/response exchanges
+  (:func:`traceflow.flows.hosts.reduce_packets`, a Cython kernel) and, from the packets of its
+  data sender, the data-direction bytes per 10 ms (:class:`Bins`).
 
 The reductions run in :data:`REDUCE_THREADS` worker threads while the main thread decodes and
 splits the next packets (Polars releases the GIL); their results are applied in the main thread
@@ -49,7 +49,7 @@ _NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
                  "server_addr": (pl.Categorical, pl.String), "packets": (pl.UInt32, pl.Int64)}
 #: what the end-host inference reads besides the flow splitter's columns
 _HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
-#: buffered in 32 bits (packet lengths and connection ids fit), widened again for the reductions
+#: buffered in 32 bits (packet lengths and connection ids fit; the reductions widen them)
 _NARROW = ["payload_len", "ip_len", "conn"]
 #: threads reducing groups of finished connections (2 measured +20-30 MB of peak RSS at 1x and
 #: 4x and no wall-time gain that stood out of the noise on a shared 2-core machine)
@@ -241,16 +241,22 @@ class PacketPass:
             return
         ended = pl.concat(self.done).sort()
         self.done = []
-        mine = pl.col("conn").is_in(ended.cast(pl.UInt32).implode())
+        # whether a connection id ended: a lookup table (hashing every buffered packet's id,
+        # as is_in does, took most of this method's time)
+        ids = ended.to_numpy()
+        top = max(int(ids[-1]), *(int(p["conn"].max()) for p in self.pending))
+        ended_id = np.zeros(top + 1, dtype=bool)
+        ended_id[ids] = True
         # buffer piece by piece: never a second copy of the whole buffer
         taken, kept = [], []
         while self.pending:
             piece = self.pending.pop(0)
+            mine = pl.Series(ended_id[piece["conn"].to_numpy()])
             taken.append(piece.filter(mine))
             rest = piece.filter(~mine)
             if rest.height:
                 kept.append(rest)
-        del piece
+        del piece, mine
         self.pending = kept
         conns = pl.concat(taken)
         del taken
@@ -264,19 +270,15 @@ class PacketPass:
 
     def _reduce_group(self, conns):
         """The reductions of whole connections (in a reduction thread: reads ``self`` only):
-        the end-host parts (:func:`traceflow.flows.hosts.reduce_connections`), and the
-        exchanges and the data sender's packets, for :meth:`_apply_one`."""
-        from traceflow.flows.hosts import annotate, reduce_connections
-        from traceflow.models.sessions import exchange_counts
+        the end-host parts and exchanges and the data sender's packets
+        (:func:`traceflow.flows.hosts.reduce_packets`), for :meth:`_apply_one`."""
+        from traceflow.flows.hosts import reduce_packets
 
-        df = annotate(conns.with_columns(pl.col(_NARROW).cast(pl.Int64)), self.origin)
-        reduced = reduce_connections(df) if self.hosts is not None else None
+        reduced, ts, size = reduce_packets(conns, self.origin)
         if not self.keep_flows:
             return reduced, None
-        sent = df.filter(pl.col("sender"))
-        ex = exchange_counts(df)["exchanges"]
-        return reduced, (int(ex.sum()), ex.len(), sent["ts"].cast(pl.Int64).to_numpy(),
-                         sent["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
+        ex = reduced.pop("exchanges")
+        return reduced, (int(ex.sum()), ex.len(), ts, size.astype(np.float64))
 
     def _apply_one(self):
         """Wait for the oldest queued reduction and apply its results (byte counts are whole
