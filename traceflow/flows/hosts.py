@@ -51,7 +51,6 @@ import polars as pl
 import pyarrow as pa
 
 from traceflow.flows import _hostreduce
-
 from traceflow.models.model import Hosts
 
 SYN, ACK, RST = 0x02, 0x10, 0x04
@@ -132,10 +131,7 @@ def _oriented(df, side):
     ``side``, a column telling a packet's direction, of the connection's first SYN without ACK,
     else of its first packet), ``sender``, ``rel_seq`` and ``rel_ack``
     (:func:`traceflow.flows._hostreduce.orient`); ``side`` dropped."""
-    c = _columns(df)
-    fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
-        c["conn"], df[side].cast(pl.UInt8).to_numpy(), c["tcp_flags"], c["seq"], c["ack"],
-        c["payload_len"])
+    fwd, sender, rel_seq, rel_ack = _orient(_columns(df), df[side].cast(pl.UInt8).to_numpy())
     return df.drop(side).with_columns(fwd=fwd, sender=sender, rel_seq=_nullable(rel_seq),
                                       rel_ack=_nullable(rel_ack))
 
@@ -146,6 +142,12 @@ def _reduced(df):
     return _reduce(_columns(df), df["ts_s"].to_numpy(), df["fwd"].cast(pl.UInt8).to_numpy(),
                    df["sender"].cast(pl.UInt8).to_numpy(), df["rel_seq"].fill_null(-1).to_numpy(),
                    df["rel_ack"].fill_null(-1).to_numpy())
+
+
+def _orient(c, side):
+    """:func:`traceflow.flows._hostreduce.orient` of the kernels' columns ``c`` (:func:`_columns`)
+    with the packets' directions ``side`` (uint8, in the same order)."""
+    return _hostreduce.orient(c["conn"], side, c["tcp_flags"], c["seq"], c["ack"], c["payload_len"])
 
 
 def _reduce(c, ts_s, fwd, sender, rel_seq, rel_ack):
@@ -165,9 +167,7 @@ def reduce_packets(packets, origin_ns):
     conn, ts = packets["conn"].to_numpy(), packets["ts"].cast(pl.Int64).to_numpy()
     order = np.lexsort((ts, conn))      # stable: connections contiguous, in time order
     c = _columns(packets, order)
-    fwd, sender, rel_seq, rel_ack = _hostreduce.orient(
-        c["conn"], packets["a_side"].cast(pl.UInt8).to_numpy()[order], c["tcp_flags"], c["seq"],
-        c["ack"], c["payload_len"])
+    fwd, sender, rel_seq, rel_ack = _orient(c, packets["a_side"].cast(pl.UInt8).to_numpy()[order])
     # in Polars: its division by a constant rounds as a multiplication by its inverse
     ts_s = pl.DataFrame({"ts": c["ts"]}).select((pl.col("ts") - origin_ns) / 1e9)["ts"].to_numpy()
     parts = _parts(_reduce(c, ts_s, fwd.view(np.uint8), sender.view(np.uint8), rel_seq, rel_ack))
