@@ -2,25 +2,24 @@
 #
 # Events at the same nanosecond: side events first (observers and periodic hooks,
 # ``schedule_side``: FIFO, numbered in a sequence of their own, so adding one leaves the order of
-# the others unchanged), then packet arrivals at the far end of a link (``push``) in a
-# pseudo-random order (a fixed bijective hash of their sequence number), then every other event
-# in the order it was scheduled. Why arrivals are shuffled: in continuous time (ns-2's double
-# clock) arrivals timed through different links coincide only when rounding makes them equal; an
-# integer clock makes such ties common on equal-rate links with equal delays, and a FIFO rule
-# orders them by cause. In TCP-MT's set-up (tests/sim/test_tcpmt_ns2.py) the packet an ACK
-# releases then always reached a full router queue before the second packet of another flow's
-# slow-start pair and took the freed place: the infinite source lost 3x fewer packets, 7x fewer
-# timeouts, and took 6.8 Mb/s where ns-2's took 5.0 (shifting it by 0.1 us gave ns-2's numbers).
-# Arrivals before other events at the same time is what FIFO gives in the usual case (an arrival
-# is scheduled a propagation delay ahead, a transmitter's wake-up or a timer less far ahead) and
-# keeps the packet-for-packet ns-2 oracles of tests/sim exact; with arrivals after them, or all
-# events shuffled, those oracles diverge.
+# the others unchanged), then packet arrivals at the far end of a link (``push``), then every
+# other event; within each group in the order they were scheduled (FIFO).
+# Arrivals go before the transmitter wake-ups and timers of the same instant,
+# which is what FIFO gives in the usual case (an arrival is scheduled a propagation delay ahead, a
+# wake-up or a timer less far ahead) and what keeps the packet-for-packet ns-2 oracles of
+# tests/sim exact. With all events in one FIFO, the TCP-MT set-up's plain Reno took 6.8 Mb/s and
+# ~100 timeouts where ns-2's took 5.0 and 636 (the packet an ACK released beat a slow-start pair's
+# second packet to the place a departure freed). Arrivals in a pseudo-random order instead agreed
+# with ns-2 only while the background's first segments were 40 bytes too long (the fault that
+# tcp.ns2_bare_first removes); with them right, FIFO arrivals agree better (2000 s, seeds 1-2:
+# 4.97 / 5.04 Mb/s and 638 / 619 timeouts, shuffled 4.83 / 4.86 and 686 / 677, ns-2 5.00 / 5.01
+# and 636 / 636; tests/sim/test_tcpmt_ns2.py).
 
 cimport cython
 
 ctypedef struct Event:
     int64_t t
-    uint64_t key            # order at equal t: KEY_SIDE, an arrival's _arrival_key, KEY_MAIN
+    uint64_t key            # order at equal t: KEY_SIDE, KEY_ARRIVAL, KEY_MAIN
     uint64_t seq            # then FIFO
     PyObject* obj
     Packet* pkt
@@ -30,16 +29,9 @@ ctypedef struct Event:
 
 cdef enum:
     KEY_SIDE = 0
+    KEY_ARRIVAL = 1
 
 cdef uint64_t KEY_MAIN = 0xffffffffffffffffULL
-
-
-cdef inline uint64_t _arrival_key(uint64_t seq) noexcept:
-    # splitmix64's finalizer (a bijection of 64-bit words), kept strictly between KEY_SIDE and
-    # KEY_MAIN; the few collisions it leaves are ordered by seq
-    seq = (seq ^ (seq >> 30)) * <uint64_t>0xbf58476d1ce4e5b9ULL
-    seq = (seq ^ (seq >> 27)) * <uint64_t>0x94d049bb133111ebULL
-    return 1 + ((seq ^ (seq >> 31)) >> 1)
 
 
 cdef inline bint _ev_less(Event* a, Event* b) noexcept:
@@ -150,7 +142,7 @@ cdef class Simulator:
                          int64_t arg) except -1:
         """Insert a link arrival whose sequence number was taken when it was scheduled (Link
         delay lines)."""
-        return self._insert(t, _arrival_key(seq), seq, c, kind, p, arg)
+        return self._insert(t, KEY_ARRIVAL, seq, c, kind, p, arg)
 
     cdef int _insert(self, int64_t t, uint64_t key, uint64_t seq, Component c, int32_t kind,
                      Packet* p, int64_t arg) except -1:
