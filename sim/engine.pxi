@@ -7,11 +7,10 @@
 # Arrivals go before the transmitter wake-ups and timers of the same instant,
 # which is what FIFO gives in the usual case (an arrival is scheduled a propagation delay ahead, a
 # wake-up or a timer less far ahead) and what keeps the packet-for-packet ns-2 oracles of
-# tests/sim exact. With all events in one FIFO, the TCP-MT set-up's plain Reno took 6.8 Mb/s and
-# ~100 timeouts where ns-2's took 5.0 and 636 (the packet an ACK released beat a slow-start pair's
-# second packet to the place a departure freed). Arrivals in a pseudo-random order instead agreed
-# with ns-2 only while the background's first segments were 40 bytes too long (the fault that
-# tcp.ns2_bare_first removes); with them right, FIFO arrivals agree better (2000 s, seeds 1-2:
+# tests/sim exact. History: while the background's first segments were 40 bytes too long (the
+# fault tcp.ns2_bare_first removes), FIFO ties let the TCP-MT set-up's plain Reno take 6.8 Mb/s
+# and ~100 timeouts where ns-2's took 5.0 and 636, and arrivals in a pseudo-random order hid the
+# fault; with the segments right, FIFO agrees better than the shuffle (2000 s, seeds 1-2:
 # 4.97 / 5.04 Mb/s and 638 / 619 timeouts, shuffled 4.83 / 4.86 and 686 / 677, ns-2 5.00 / 5.01
 # and 636 / 636; tests/sim/test_tcpmt_ns2.py).
 
