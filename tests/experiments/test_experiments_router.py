@@ -42,8 +42,8 @@ def _check_contract(summary, out):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "since the event engine orders same-nanosecond link arrivals pseudo-randomly (issue 18, "
-    "sim/engine.pxi) the quick run (one seed, 40 s) gives SIX-DT 0.642 vs MIX-DT 0.694 (margin "
+    "the quick run (one seed, 40 s) gives SIX-DT 0.642 vs MIX-DT 0.694 (the same with the "
+    "engine's same-nanosecond arrivals shuffled or in FIFO order, sim/engine.pxi; margin "
     "asserted: +0.1): one seed's noise, the seeds' sd is 0.10 at full length; full length, seeds "
     "1-12: SIX-DT 0.851 vs MIX-DT 0.606, ns-2 on the same flows 0.863 vs 0.587 "
     "(test_class_schemes_ns2.py)"))

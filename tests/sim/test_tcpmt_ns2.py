@@ -7,15 +7,13 @@
    (1000 s). ns-2 runs with 1999's syn_ and delay_growth_ false, the semantics of our one-way
    agents; with ns-2.35's delay_growth_ true (every file waits one more RTT) ns-2 carries 4.71.
 2. Plain Reno beside that background: seed 1 / 2, ns-2 5.00 / 5.01 Mb/s, 636 / 636 timeouts,
-   background 3.86 / 3.85 Mb/s, utilization 0.906 / 0.907, loss 0.45 / 0.43 %; ours 4.95 / 5.03 Mb/s,
-   658 / 638 timeouts, 3.79 / 3.72 Mb/s, 0.895 / 0.897, 0.45 / 0.42 %. Before the event engine
-   shuffled same-nanosecond link arrivals (sim/engine.pxi) ours gave 6.85 Mb/s, ~100 timeouts,
-   2.66 Mb/s, 0.978: every path has the same delays and every link 10 Mb/s, so arrivals at g1 tie
-   to the nanosecond, and in scheduling order the packet an ACK released always beat the second
-   packet of a slow-start pair to the place a departure freed (200 s, seed 1: the infinite source
-   lost 80 packets, the background 1470; ns-2 218 and 782). Shifting the measured connection by
-   0.1 us gave ns-2's operating point (4.87 Mb/s, 68 timeouts), while ns-2 itself stays at
-   4.74-5.20 Mb/s for shifts of -0.1 to +0.1 us: its double clock breaks such ties by rounding.
+   background 3.86 / 3.85 Mb/s, utilization 0.906 / 0.907, loss 0.45 / 0.43 %; ours 4.97 / 5.04 Mb/s,
+   638 / 619 timeouts, 3.85 / 3.79 Mb/s, 0.902 / 0.903, 0.45 / 0.45 %. Two faults once hid behind
+   each other here. ns-2 sends each file's first segment without header bytes (1000 B, the rest
+   1040 B; tcp.ns2_bare_first), and same-nanosecond arrivals at g1 (equal delays and rates) were
+   in FIFO order: ours gave 6.85 Mb/s and ~100 timeouts. Arrivals shuffled by a hash (the engine
+   from then until the first-segment fault was found) gave 4.95 / 5.03 Mb/s before that fix and
+   4.83 / 4.86 Mb/s, 686 / 677 timeouts after it; FIFO with it gives the numbers above.
 3. Fig. 6 at 5 Mb/s (alpha = 1.05, 10,000 s, threshold schedule, A = 4, CA coupling, the same
    calibrated background parameters k = 252.5 B, idle 0.172 s; the sample paths differ, ns-2 draws
    its own files): PT:242's "unimodal with peak at theta = 4" holds in neither. theta = 1 / 4 / 8:
@@ -106,9 +104,8 @@ def test_background_alone_matches_ns2():
 
 
 def test_short_run_infinite_source_matches_ns2():
-    """200 s, seed 1 (about 2 s each). ns-2: the infinite source loses 218
-    of 1000 drops, 65 timeouts, 5.05 Mb/s; ours 293 of 897, 61, 5.14 Mb/s (with same-nanosecond
-    arrivals in scheduling order: 80 of 1550, 9 timeouts, 6.81 Mb/s)."""
+    """200 s, seed 1 (about 2 s each). ns-2: 5.05 Mb/s, 65 timeouts; ours 4.98 Mb/s, 65 (seeds
+    1-8: ns-2 5.01-5.17 Mb/s, ours 4.93-5.11; with same-nanosecond arrivals shuffled 4.79-4.98)."""
     ref = ns2(duration=200, seed=1, bg_k=BG.k, bg_idle=BG.idle, bg_alpha=BG.alpha)
     got = ours(200.0, 1, BG)
     assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.08), (got, ref)
@@ -145,6 +142,7 @@ def test_fig6_aggressiveness_costs_timeouts_in_ns2_and_ours():
         r = batch.simulate(setup.variant(base(), duration=10000.0, seed=1, background=cal, cc="reno",
                                          hook=setup.hook(spec, theta=float(th), couple="ca")))
         got.append({"throughput_bps": measures.reliable(r), "timeouts": r["measured"][0]["timeouts"]})
+    print(ref, got)
     for runs in (ref, got):
         assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
         tp = [r["throughput_bps"] for r in runs]
@@ -170,6 +168,7 @@ def test_fig12_static_A_no_peak_at_6_in_ns2_and_ours():
         r = batch.simulate(setup.variant(base12, duration=10000.0, seed=1, background=cal, cc="reno",
                                          hook=setup.hook(spec, A=float(a), couple="ca")))
         got.append({"throughput_bps": measures.reliable(r), "timeouts": r["measured"][0]["timeouts"]})
+    print(ref, got)
     for runs in (ref, got):
         assert runs[-1]["timeouts"] >= 1.5 * runs[0]["timeouts"], runs
         tp = [r["throughput_bps"] for r in runs]
@@ -194,6 +193,7 @@ def test_table3_reno_total_rises_with_n_in_ns2_and_ours():
         r = batch.simulate(setup.variant(base3, duration=3000.0, seed=1, background=cal, cc="reno",
                                          count=n, hook=setup.OFF))
         got.append(sum(c["throughput_bps"] for c in r["measured"]))
+    print(ref, got)
     for totals in (ref, got):
         assert all(b > a for a, b in zip(totals, totals[1:])), totals
     assert got == pytest.approx(ref, rel=0.10), (got, ref)
@@ -279,14 +279,17 @@ def sides(runs):
     return tuple({k: v[side] for k, v in runs.items()} for side in (0, 1))
 
 
-def assert_same_operating_point(runs, keys):
-    """On the same files, ours within 0.1 of ns-2's tracking, 15 % of its throughput and 5 % of
-    its background load at ``keys``."""
+def assert_same_operating_point(runs, keys, rel=0.05, track=0.03, timeouts=0.10):
+    """On the same files, ours within ``track`` of ns-2's tracking, ``rel`` of its throughput and
+    of its background load, and ``timeouts`` (relative) of its timeouts, at ``keys``
+    (``timeouts=None``: not compared)."""
     for key in keys:
         got, ref = runs[key]
-        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.1), (key, got, ref)
-        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (key, got, ref)
-        assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=0.15), (key, got, ref)
+        assert got["tracking"] == pytest.approx(ref["tracking"], abs=track), (key, got, ref)
+        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=rel), (key, got, ref)
+        assert got["throughput_bps"] == pytest.approx(ref["throughput_bps"], rel=rel), (key, got, ref)
+        if timeouts is not None:
+            assert got["timeouts"] == pytest.approx(ref["timeouts"], rel=timeouts), (key, got, ref)
 
 
 @pytest.mark.slow
@@ -294,13 +297,15 @@ def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
     """Figs. 8-9's set-up (claims 23-24) with Reno, on the same background files in both
     simulators: TCP-MT as above, alpha = 1.05 background calibrated to 5 Mb/s, 3000 s, seed 1, RTT
     30 and 450 ms. In both, tracking weakens as the RTT grows (PT:259), SSC moves it toward -1 at
-    450 ms, and the gain grows with the RTT (PT:274): measured, plain / SSC,
-    30 ms: ns-2 6.45 / 6.12 Mb/s, tracking -0.963 / -0.962, timeouts 354 / 841, ours 6.08 / 6.29,
-    -0.900 / -0.895, 584 / 889; 450 ms: ns-2 0.503 / 0.571, -0.744 / -0.798, 162 / 212, ours
-    0.454 / 0.540, -0.723 / -0.800, 182 / 244 (gain ns-2 -5.1 % -> +13.5 %, ours +3.4 % ->
-    +18.9 %). (This test's first record had ns-2 6.44 / 6.18, 0.509 / 0.569, gain -4.0 % ->
-    +12.0 %, with ours the same to the digit; the code before the shared cells gives 6.12 too, on
-    the 30 ms SSC cell, so which input differed then is not known.)"""
+    450 ms, and the gain grows with the RTT (PT:274). Measured, plain / SSC (throughput Mb/s,
+    tracking, timeouts):
+    30 ms: ns-2 6.19 / 6.22, -0.967 / -0.960, 389 / 784; ours 6.28 / 6.35, -0.961 / -0.962, 379 / 711;
+    450 ms: ns-2 0.476 / 0.547, -0.721 / -0.780, 172 / 228; ours 0.479 / 0.559, -0.717 / -0.804,
+    168 / 237. Gain ns-2 +0.4 % -> +15.0 %, ours +1.1 % -> +16.7 % (paper: up to 45 % for TCP
+    Rate). Before ns-2's header-less first segment was mirrored (tcp.ns2_bare_first) and
+    same-nanosecond arrivals went back to FIFO (sim/engine.pxi), plain Reno at 30 ms gave ours
+    6.08 Mb/s, -0.900, 584 timeouts beside ns-2's 6.45, -0.963, 354 (its background calibrated by
+    ours, so its inputs moved too); the plain cells are now held to 5 %, 0.03 and 10 %."""
     runs = same_files_runs([(1.05, rtt, "reno", mt) for rtt in (0.03, 0.45) for mt in (False, True)],
                            tmp_path)
     for r in sides(runs):
@@ -311,7 +316,7 @@ def test_fig8_9_tracking_and_gain_vs_rtt_on_the_same_files(tmp_path):
         gain = {rtt: mt[rtt]["throughput_bps"] / plain[rtt]["throughput_bps"] - 1 for rtt in plain}
         assert gain[0.45] >= gain[0.03] + 0.05, gain
     for key, (got, ref) in runs.items():
-        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.1), (key, got, ref)
+        assert got["tracking"] == pytest.approx(ref["tracking"], abs=0.03), (key, got, ref)
     assert_same_operating_point(runs, [(1.05, rtt, "reno", False) for rtt in (0.03, 0.45)])
 
 
@@ -320,27 +325,20 @@ def test_fig8_vegas_against_reno_on_the_same_files(tmp_path):
     """Fig. 8(a)'s order (claim 23, PT:259: Rate tracks best, then Vegas, then Reno) for Vegas and
     Reno, plain, on the same files as above (ns-2 has no TCP Rate). Vegas: ns-2's defaults
     (alpha 1, beta 3, gamma 1, as sim/scenario_tcp.py); its packets 1040 bytes on the wire in both
-    (tcpmt.tcl). Measured (throughput Mb/s, tracking, timeouts):
-    30 ms: Reno ns-2 6.45, -0.963, 354; ours 6.08, -0.900, 584;
-           Vegas ns-2 4.55, -0.995, 1; ours 1.13, -0.038, 11;
-    450 ms: Reno ns-2 0.503, -0.744, 162; ours 0.454, -0.723, 182;
-            Vegas ns-2 0.345, -0.473, 56; ours 0.164, -0.333, 23.
-    What holds in both: Vegas carries less than Reno at both RTTs (PT:274 has Vegas use more of
-    the available bandwidth), and at 450 ms Vegas tracks worse than Reno (the paper's order
-    reversed). At 30 ms they differ: ns-2's Vegas tracks better than Reno (the paper's order) and
-    ours barely tracks, on three sample paths (the measured path 0 / 0.2 / 0.4 us longer): ns-2
-    4.55 / 4.52 / 4.50 Mb/s, tracking -0.995 / -0.993 / -0.991, 1 / 9 / 16 timeouts; ours 1.13 /
-    1.21 / 2.25, -0.038 / -0.385 / -0.717, 11 / 34 / 48. Ours falls into a trap of ns-2's Vegas,
-    which it reproduces: after a timeout, go-back-N fills the receiver's hole, the cumulative ACK
-    closes a Vegas round ~2 packet times after it began with no RTT sample in it, BaseRTT becomes
-    that interval (1.7 ms at 105 s on the first path), and Diff ~ cwnd then holds cwnd at 2-3
-    segments until a round with one packet in flight resets BaseRTT (ours: cwnd <= 3 over 53 % of
-    the run). ns-2 falls into it too with 1000-byte Vegas packets (its default, 4 % smaller than
-    the background's; 25 timeouts, cwnd 2.625 from 499 s, 62 % of the run: 1.56 Mb/s, tracking
-    -0.341), but not with the 1040 bytes ours sends. Why ours times out more (as with Reno: 584 vs
-    354) is open, so plain Vegas's level is not compared; at 450 ms the paths 0.2 / 0.4 us longer
-    give ns-2 0.103 / 0.311 Mb/s, tracking +0.017 / -0.527, ours 0.252 / 0.151, -0.309 / -0.318.
-    Only the background's load (the same files) is compared for Vegas."""
+    (tcpmt.tcl; ns-2's Vegas output() adds no header to any segment, so ours sends no header-less
+    first segment for it). Measured (throughput Mb/s, tracking, timeouts):
+    30 ms: Reno ns-2 6.19, -0.967, 389; ours 6.28, -0.961, 379;
+           Vegas ns-2 4.52, -0.995, 0; ours 4.53, -0.995, 2;
+    450 ms: Reno ns-2 0.476, -0.721, 172; ours 0.479, -0.717, 168;
+            Vegas ns-2 0.331, -0.597, 43; ours 0.294, -0.546, 51.
+    In both: Vegas carries less than Reno at both RTTs (PT:274 has Vegas use more of the available
+    bandwidth); Vegas tracks better than Reno at 30 ms (the paper's order) and worse at 450 ms (the
+    paper's order reversed). Ours' Vegas used to fall into a BaseRTT trap at 30 ms (1.13 Mb/s,
+    tracking -0.038, 11 timeouts): after a timeout, a round with no RTT sample set BaseRTT to ~2
+    packet times (ns-2's own rule, tcp-vegas.cc; ns-2 falls into it on some paths too), and ours
+    timed out more often because the background's first segments were 40 bytes longer than
+    ns-2's (tcp.ns2_bare_first, issue 18). Vegas is held to ns-2 within 5 % / 0.03 at 30 ms and
+    15 % / 0.06 at 450 ms."""
     rtts = (0.03, 0.45)
     runs = same_files_runs([(1.05, rtt, fl, False) for rtt in rtts for fl in ("reno", "vegas")],
                            tmp_path)
@@ -350,10 +348,10 @@ def test_fig8_vegas_against_reno_on_the_same_files(tmp_path):
         for rtt in rtts:
             assert vegas[rtt]["throughput_bps"] < reno[rtt]["throughput_bps"], (rtt, reno, vegas)
         assert vegas[0.45]["tracking"] >= reno[0.45]["tracking"] + 0.1, (reno, vegas)
-    for rtt in rtts:
-        got, ref = runs[1.05, rtt, "vegas", False]
-        assert got["background_bps"] == pytest.approx(ref["background_bps"], rel=0.05), (got, ref)
     assert_same_operating_point(runs, [(1.05, rtt, "reno", False) for rtt in rtts])
+    assert_same_operating_point(runs, [(1.05, 0.03, "vegas", False)], timeouts=None)
+    assert_same_operating_point(runs, [(1.05, 0.45, "vegas", False)], rel=0.15, track=0.06,
+                                timeouts=None)
 
 
 @pytest.mark.slow
@@ -361,15 +359,15 @@ def test_fig10_gain_vs_alpha_on_the_same_files(tmp_path):
     """Fig. 10's set-up (claim 24's long-range dependence part, PT:283) with Reno and TCP-MT as
     above on the same files, the base RTT (30 ms; the paper names no other for Fig. 10), the
     backgrounds of :func:`same_files_backgrounds`, 3000 s, seed 1. Measured, alpha = 1.05 / 1.45 /
-    1.95, plain Reno: ns-2 6.45 / 4.90 / 5.06 Mb/s, tracking -0.963 / -0.852 / -0.729, background
-    2.97 / 3.91 / 3.79 Mb/s, timeouts 354 / 938 / 913; ours 6.08 / 4.50 / 4.69, -0.900 / -0.821 /
-    -0.730, 2.94 / 3.94 / 3.90, 584 / 1192 / 1103; gain of TCP-MT ns-2 -5.1 / +1.0 / -5.1 %, ours
-    +3.4 / +1.9 / -4.2 %.
+    1.95, plain Reno: ns-2 6.19 / 4.91 / 5.08 Mb/s, tracking -0.967 / -0.849 / -0.722, background
+    3.25 / 3.90 / 3.77 Mb/s, timeouts 389 / 941 / 910; ours 6.28 / 4.92 / 5.16, -0.961 / -0.839 /
+    -0.717, 3.09 / 3.85 / 3.71, 379 / 918 / 850; gain of TCP-MT ns-2 +0.4 / -3.6 / -6.6 %, ours
+    +1.1 / +1.1 / -6.6 %.
     PT:283's "gain increases by a factor of two or more for alpha = 1.05" holds in neither: no gain
-    reaches 5 %; ours falls with alpha, ns-2's does not (1.05 below 1.45). What both show: the gain
-    is at most +5 % at every alpha and negative at 1.95; plain Reno carries most beside the
-    alpha = 1.05 background (PT:283 says plain TCP does better at 1.95) and tracks it best, its
-    tracking weakening step by step as alpha grows; ours within 15 % / 0.1 of ns-2 (plain)."""
+    reaches 5 %. What both show: the gain is at most +5 % at every alpha and negative at 1.95;
+    plain Reno carries most beside the alpha = 1.05 background (PT:283 says plain TCP does better
+    at 1.95) and tracks it best, its tracking weakening step by step as alpha grows; ours within
+    5 % / 0.03 / 10 % of ns-2 (plain)."""
     runs = same_files_runs([(a, 0.03, "reno", mt) for a in ALPHAS for mt in (False, True)], tmp_path)
     for r in sides(runs):
         plain = [r[a, 0.03, "reno", False] for a in ALPHAS]
@@ -389,11 +387,10 @@ def test_fig11_metacontrol_is_a_driftless_walk_in_ns2_and_ours(tmp_path):
     coupling, A(0) = a = 1, alpha = 1.05 background calibrated to 5 Mb/s, 3000 s, seed 1, on
     the same background files. From A = 1, settling near 6 takes a drift: (6 - 1) / nu more
     up-steps than down-steps, and fewer above 6. In both simulators the steps are a fair coin
-    instead (nu = 0.05: ns-2 746 up / 753 down, ours 752 / 747; nu = 0.25: ns-2 767 / 732,
-    ours 736 / 763; ours with TCP Rate, the paper's flavor, 769 / 730 and 732 / 767), so A ends
-    wherever its walk
-    went (mean over the second half: nu = 0.05 ns-2 1.68, ours 2.57; nu = 0.25 ns-2 8.41, ours
-    2.21), and the throughput on these files is the same (6.37 vs 6.17 Mb/s at nu = 0.05)."""
+    instead (nu = 0.05: ns-2 769 up / 730 down, ours 763 / 736; nu = 0.25: ns-2 760 / 739,
+    ours 746 / 753), so A ends wherever its walk went (ns-2's mean over the second half: 2.52 at
+    nu = 0.05, 6.19 at nu = 0.25), and the throughput on these files is the same (nu = 0.05:
+    ns-2 6.42, ours 6.29 Mb/s; nu = 0.25: 6.26, 6.29)."""
     spec11 = tomllib.loads((REPLAYS / "tcpmt_fig11.toml").read_text())
     base11 = setup.scenario_base(spec11)
     cal = calibration.calibrate(base11, [(1.05, 5e6)], seed=1, duration=3000.0,
@@ -427,11 +424,11 @@ def test_table2_short_connections_gain_nothing_in_ns2_and_ours(tmp_path):
     (A = 4, replays/tcpmt_table2.toml) and CA coupling (ns-2 has no slow-start coupling), on the
     same background files, seeds 1-2, alpha = 1.05 background calibrated to 5 Mb/s. Case I's
     a-priori table is each simulator's own 2000 s TCP-MT run on seed + 1000. Gain (bits of the
-    two seeds summed, %) per case at 100 / 500 / 1000 / 2000 s: ours I +1.8 / +0.9 / +0.7 / +1.9,
-    II +0.9 / +0.6 / +1.3 / +3.1, III -0.2 / +0.3 / +1.1 / +2.1; ns-2 I +0.4 / -0.1 / +0.5 /
-    +0.6, II -0.7 / +0.8 / +0.9 / -1.4, III +1.6 / +3.2 / +0.2 / -0.5: in neither simulator does
-    a short TCP-MT connection gain more than a few per cent, whatever it knows in advance
-    (passed in 818 s on a loaded machine)."""
+    two seeds summed, %) per case at 100 / 500 / 1000 / 2000 s: ours I +2.7 / -0.6 / +0.5 / -0.1,
+    II +1.0 / +1.0 / +1.1 / -0.5, III +2.2 / +1.8 / +0.6 / +2.1; ns-2 I -0.2 / -0.4 / +0.6 /
+    +1.5, II +7.2 / +0.3 / +0.5 / +1.9, III -1.7 / +4.6 / +0.5 / +2.2 (means +1.0 and +1.4 %):
+    in neither simulator does a short TCP-MT connection gain more than a few per cent on
+    average, whatever it knows in advance; one 100-s window of ns-2's gains 7.2 %."""
     spec2 = tomllib.loads((REPLAYS / "tcpmt_table2.toml").read_text())
     base2 = setup.scenario_base(spec2)
     cal = calibration.calibrate(base2, [(1.05, 5e6)], seed=1, duration=3000.0,
