@@ -15,14 +15,16 @@
    from then until the first-segment fault was found) gave 4.95 / 5.03 Mb/s before that fix and
    4.83 / 4.86 Mb/s, 686 / 677 timeouts after it; FIFO with it gives the numbers above.
 3. Fig. 6 at 5 Mb/s (alpha = 1.05, 10,000 s, threshold schedule, A = 4, CA coupling, the same
-   calibrated background parameters k = 252.5 B, idle 0.172 s; the sample paths differ, ns-2 draws
+   calibrated background parameters k = 252.5 B, idle 0.170 s; the sample paths differ, ns-2 draws
    its own files): PT:242's "unimodal with peak at theta = 4" holds in neither. theta = 1 / 4 / 8:
-   ns-2 6.38 / 6.46 / 6.74 Mb/s, 1663 / 1859 / 2687 timeouts, background 2.74 / 2.60 / 2.23 Mb/s;
-   ours 4.84 / 4.88 / 4.87 Mb/s, 2980 / 3314 / 5504 timeouts, background 3.92 / 3.85 / 3.47 Mb/s.
-   The levels differ because the backgrounds do: alone, with these parameters, ns-2's sample path
-   carries 3.83 Mb/s and ours 5.12 (alpha = 1.05: a few huge files decide the load of one path;
-   at alpha = 1.95, test 1, the two agree). In both, aggressiveness costs timeouts (x1.6, x1.8)
-   and theta = 4 is no peak.
+   ns-2 6.41 / 6.61 / 6.74 Mb/s, 1696 / 1759 / 2675 timeouts, background 2.68 / 2.46 / 2.24 Mb/s;
+   ours 5.35 / 5.38 / 5.19 Mb/s, 1906 / 2224 / 4903 timeouts (with shuffled same-nanosecond
+   arrivals and 40-byte-long first segments: 4.84 / 4.88 / 4.87, 2980 / 3314 / 5504). The levels
+   differ because the backgrounds do: alone, with the parameters of the first record (idle
+   0.172 s), ns-2's sample path carried 3.83 Mb/s and ours 5.12 (alpha = 1.05: a few huge files
+   decide the load of one path; at alpha = 1.95, test 1, the two agree). In both, aggressiveness
+   costs timeouts (x1.6, x2.6);
+   ns-2's throughput keeps rising with theta, ours rises 0.5 % to theta = 4 and falls 3.6 % to 8.
 4. Fig. 12's static-A sweep (claim 25, PT:310 "unimodal ... A* = 6") with Reno in place of TCP Rate
    (ns-2 has no TCP Rate): linear schedule (xi = A at level 1 down to 1 at level 8), CA coupling,
    the same calibrated alpha = 1.05 background, 10,000 s, seed 1. A = 1 / 2 / 4 / 6 / 8 / 10:
