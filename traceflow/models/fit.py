@@ -221,7 +221,8 @@ def path_rtt(flows):
     from traceflow.flows.scatter import scattered
 
     # the host pair as two integers (the addresses' category codes, nulls kept): the windows
-    # over it hash integers, not strings (the same groups; 16x capture: 4.2 -> 1.7 s)
+    # over it hash integers, not strings (the same groups; 16x capture: 4.2 s with the strings,
+    # 1.7 s with a rank of the pair, whose sort the codes also avoid: ~100 MB at 64x)
     flows = flows.with_columns(pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
                                for c in ("client_addr", "server_addr"))
     pair = ["_client_addr", "_server_addr"]
