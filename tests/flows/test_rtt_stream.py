@@ -54,3 +54,19 @@ def test_streamed_cli_finds_the_configured_path_delays(side):
         # above the configured delay by transmission and host reaction times only (< 1 ms)
         assert configured <= paths[host] < configured + 1.0, (host, paths[host])
     assert summary["classes"]["n_classes"] == 3
+
+
+def test_path_ids_are_unordered_pairs_numbered_by_first_appearance_across_chunks():
+    # both directions of a pair share a path; a missing address is a host of its own; a chunk
+    # that brings an old pair back gives it its old number
+    first = pl.DataFrame({"client_addr": ["10.0.0.1", "10.0.0.2", "10.0.0.1", None],
+                          "server_addr": ["10.0.0.2", "10.0.0.1", "10.0.0.3", "10.0.0.3"],
+                          "rtt_min": [0.05, 0.04, 0.2, 0.3]})
+    second = pl.DataFrame({"client_addr": ["10.0.0.3", "10.0.0.9", "10.0.0.3"],
+                           "server_addr": [None, "10.0.0.2", "10.0.0.1"],
+                           "rtt_min": [0.25, 0.1, 0.15]})
+    rows = RttRows(column="rtt_min", per="pair")
+    rows.add(first)
+    rows.add(second)
+    assert rows.rows["path"].to_list() == [0, 0, 1, 2, 2, 3, 1]
+    assert rows.connection_rtts("rtt_min").to_list() == [0.04, 0.04, 0.15, 0.25, 0.25, 0.1, 0.15]

@@ -103,6 +103,29 @@ def test_interarrival_fit_picks_family():
     assert ln.dist == "lognormal" and abs(ln.params["sigma"] - 1.5) < 0.05
 
 
+
+@pytest.mark.parametrize("shape", [0.5, 0.8, 1.6, 3.0])
+def test_interarrival_weibull_is_scipys_maximum_likelihood(shape):
+    # the root-finding Gumbel fit of log x against scipy's generic Weibull MLE (Nelder-Mead)
+    from scipy import stats
+
+    x = np.random.default_rng(7).weibull(shape, 4000) * 0.03
+    ia = fit_interarrival(x)
+    assert ia.dist == "weibull"
+    c, _, scale = stats.weibull_min.fit(x, floc=0)
+    assert ia.params["shape"] == pytest.approx(c, rel=1e-3)
+    assert ia.params["scale"] == pytest.approx(scale, rel=1e-3)
+
+    def nll(c, scale):
+        return -stats.weibull_min.logpdf(x, c, 0, scale).sum()
+
+    assert nll(ia.params["shape"], ia.params["scale"]) <= nll(c, scale) + 1e-6
+
+
+def test_interarrival_of_equal_gaps_has_no_weibull():
+    ia = fit_interarrival(np.full(20, 0.01))
+    assert "weibull" not in ia.candidates and ia.dist == "exponential"
+
 def test_rtt_classes_separate_clusters():
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.lognormal(math.log(0.01), 0.1, 600), rng.lognormal(math.log(0.2), 0.1, 400)])

@@ -29,17 +29,34 @@ CAPTURES = {"rtt3dev_server_side": ("testbed", "rtt3dev", "server_side.pcap.gz")
 SLOW = {"dev10m_server_side", "alpha1.35_client_side"}
 
 
-def _differences(before, now, path=""):
-    """Paths where two model dicts differ (floats beyond rounding: relative 1e-9)."""
+#: the inter-arrival Weibull's numbers: the stored models had them from scipy's Nelder-Mead
+#: search (weibull_min.fit, tolerance ~1e-4 in the parameters), fit now solves the likelihood
+#: equation (at least as likely: test_fit), so they agree to this relative difference only
+WEIBULL_REL = 5e-3
+
+
+def _weibull_paths(model):
+    ia = (model.get("arrivals") or {}).get("interarrival") or {}
+    paths = {".arrivals.interarrival.candidates.weibull"}
+    if ia.get("dist") == "weibull":
+        paths |= {".arrivals.interarrival.ks",
+                  *(f".arrivals.interarrival.params.{k}" for k in ia.get("params", {}))}
+    return paths
+
+
+def _differences(before, now, path="", loose=frozenset()):
+    """Paths where two model dicts differ (floats beyond rounding: relative 1e-9; at ``loose``
+    paths beyond :data:`WEIBULL_REL`)."""
     if isinstance(before, dict) and isinstance(now, dict):
         return [d for k in sorted(set(before) | set(now))
-                for d in _differences(before.get(k), now.get(k), f"{path}.{k}")]
+                for d in _differences(before.get(k), now.get(k), f"{path}.{k}", loose)]
     if isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
         return [d for i, (a, b) in enumerate(zip(before, now))
-                for d in _differences(a, b, f"{path}[{i}]")]
+                for d in _differences(a, b, f"{path}[{i}]", loose)]
     if isinstance(before, float) and isinstance(now, float):
+        rel = WEIBULL_REL if path in loose else 1e-9
         same = (before == now or (math.isnan(before) and math.isnan(now))
-                or abs(before - now) <= 1e-9 * max(abs(before), abs(now)))
+                or abs(before - now) <= rel * max(abs(before), abs(now)))
         return [] if same else [(path, before, now)]
     return [] if before == now else [(path, before, now)]
 
@@ -51,7 +68,7 @@ def test_streamed_fit_equals_whole_table_fit(name):
     with gzip.open(BEFORE, "rt") as f:
         before = json.load(f)[name]
     now = json.loads(json.dumps(fit(path).to_dict()))
-    assert _differences(before, now) == []
+    assert _differences(before, now, loose=_weibull_paths(before)) == []
 
 
 @pytest.mark.parametrize("parts", [("testbed", "rtt3dev", "server_side.pcap.gz"),

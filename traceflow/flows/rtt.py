@@ -153,15 +153,24 @@ class RttRows:
     def _path_ids(self, flows):
         """The id of each flow's path, new paths numbered on."""
         keys = ["host_a", "host_b"]
-        keyed = _path_keys(flows.select("client_addr", "server_addr"), self.per).select(keys)
-        new = (keyed.join(self.paths, on=keys, how="anti", nulls_equal=True)
+        # the paths are worked out once per distinct (client, server), in order of appearance,
+        # and each flow takes its path by the addresses' integer codes (joins on text over every
+        # flow took ~350 MB on a 64x capture's 1.7 M flows)
+        def code(column):     # (client, server) codes as one 64-bit key, null as 2^32 - 1
+            return (pl.col(column).cast(pl.Categorical).to_physical().cast(pl.UInt64)
+                    .fill_null((1 << 32) - 1))
+
+        key = flows.select(_key=code("client_addr") * (1 << 32) + code("server_addr"))["_key"]
+        pairs = _path_keys(flows.select("client_addr", "server_addr").with_columns(_key=key)
+                           .unique("_key", maintain_order=True), self.per)
+        new = (pairs.select(keys).join(self.paths, on=keys, how="anti", nulls_equal=True)
                .unique(maintain_order=True))
         if new.height:
             first = self.paths.height
             self.paths = pl.concat([self.paths, new.with_columns(
                 path=pl.int_range(first, first + new.height, dtype=pl.UInt32))])
-        return keyed.join(self.paths, on=keys, how="left", nulls_equal=True,
-                          maintain_order="left")["path"]
+        ids = pairs.join(self.paths, on=keys, how="left", nulls_equal=True, maintain_order="left")
+        return key.replace_strict(ids["_key"], ids["path"], return_dtype=pl.UInt32).rename("path")
 
     @property
     def rows(self):

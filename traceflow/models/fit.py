@@ -127,9 +127,14 @@ def fit_interarrival(gaps_s):
     fits = {}
     loc, scale = stats.expon.fit(x, floc=0)
     fits["exponential"] = ({"scale": scale}, stats.kstest(x, "expon", (0, scale)).statistic)
-    c, _, scale = stats.weibull_min.fit(x, floc=0)
-    fits["weibull"] = ({"shape": c, "scale": scale},
-                       stats.kstest(x, "weibull_min", (c, 0, scale)).statistic)
+    # the Weibull MLE as the Gumbel (minimum) MLE of log x, which scipy solves by root finding:
+    # the same estimate as weibull_min.fit(x, floc=0) (the Jacobian does not depend on the
+    # parameters) without its Nelder-Mead search (12 s for 1.7 M gaps, a 64x capture)
+    loc, inv_shape = stats.gumbel_l.fit(np.log(x))
+    if inv_shape > 0 and np.isfinite(loc):     # not for gaps all equal (no Weibull fits them)
+        c, scale = 1.0 / inv_shape, math.exp(loc)
+        fits["weibull"] = ({"shape": c, "scale": scale},
+                           stats.kstest(x, "weibull_min", (c, 0, scale)).statistic)
     s, _, scale = stats.lognorm.fit(x, floc=0)
     fits["lognormal"] = ({"sigma": s, "scale": scale}, stats.kstest(x, "lognorm", (s, 0, scale)).statistic)
     best = min(fits, key=lambda k: fits[k][1])
@@ -223,9 +228,13 @@ def path_rtt(flows):
     # the host pair as two integers (the addresses' category codes, nulls kept): the windows
     # over it hash integers, not strings (the same groups; 16x capture: 4.2 s with the strings,
     # 1.7 s with a rank of the pair, whose sort the codes also avoid: ~100 MB at 64x)
-    flows = flows.with_columns(pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
-                               for c in ("client_addr", "server_addr"))
+    # computed on the columns it reads only, and the two results put beside the flows' own
+    # columns (64x capture: +300 MB when every column went through the windows and joins)
+    queue = ["synack_queued"] if "synack_queued" in flows.columns else []
     pair = ["_client_addr", "_server_addr"]
+    lean = flows.select(*[pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
+                          for c in ("client_addr", "server_addr")],
+                        "start", "rtt_syn", "rtt_ack", "rtt_handshake", *queue)
     syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
 
     def spread(leg, q):
@@ -236,14 +245,14 @@ def path_rtt(flows):
     jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
     excess = loaded - loaded.min().over(pair)
     unqueued = excess <= jitter.fill_null(0)
-    if "synack_queued" in flows.columns:
+    if queue:
         # a SYN/ACK that met an idle bottleneck: its excess is the path's own jitter unless it
         # is an outlier among those (Tukey's fence), a host's transient delay (SYN processing)
         # that the connection's later packets did not see
         idle = syn_loaded & ~pl.col("synack_queued")
         q1, q3 = (excess.filter(idle).quantile(q).over(pair) for q in (0.25, 0.75))
         unqueued = unqueued | (idle & (excess <= q3 + 1.5 * (q3 - q1))).fill_null(False)
-    fl = flows.with_row_index("_row").with_columns(
+    fl = lean.with_row_index("_row").with_columns(
         _t=pl.col("start").cast(pl.Int64), _hs=hs, _free=unqueued & hs.is_not_null())
     # stable sorts: equally near unqueued handshakes resolve the same way on every run
     free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
@@ -251,14 +260,12 @@ def path_rtt(flows):
     near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t", maintain_order=True)
             .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
             .select("_row", "_near"))
-    return (fl.with_columns(scattered("_near", near["_row"], near["_near"], fl.height))
-            .with_columns(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs"))
-                          .otherwise(pl.col("_near"))
-                          .fill_null(hs.min().over(pair)).fill_null(hs.min()))
-            .with_columns(server_share=(syn.min().over(pair)
-                                        / (syn.min().over(pair) + ack.min().over(pair)))
-                          .fill_null(0.5))
-            .drop("_row", "_t", "_hs", "_free", "_near", *pair))
+    return flows.with_columns(
+        fl.with_columns(scattered("_near", near["_row"], near["_near"], fl.height))
+        .select(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs")).otherwise(pl.col("_near"))
+                .fill_null(hs.min().over(pair)).fill_null(hs.min()),
+                server_share=(syn.min().over(pair) / (syn.min().over(pair) + ack.min().over(pair)))
+                .fill_null(0.5)))
 
 
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, proto=None,
@@ -273,7 +280,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     transfers, no data) is refused with a :class:`~traceflow.errors.TraceflowError`
     (:func:`traceflow.models.checks.require_replayable`)."""
     from traceflow.flows.handshake_queue import synack_queued
-    from traceflow.flows.rtt import connection_rtts, rtt_column
+    from traceflow.flows.rtt import RttRows
     from traceflow.flows.table import DURATION
     from traceflow.models.checks import require_replayable
     from traceflow.models.fitstream import PacketPass
@@ -318,11 +325,15 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     log("arrivals, sizes, lifetimes, RTTs")
     # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
     # column's minimum over the host pair); path_rtt keeps the handshakes it needs
-    rtt_choice = rtt_column(fl)
+    # (one RttRows for both: the choice does not depend on the path unit; 64x capture: 80 MB)
+    rows = RttRows.of(fl, per="pair")
+    rtt_choice = rows.choice()
+    pair_rtt = rows.connection_rtts(rtt_choice.column)
+    del rows
     tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
                                               gaps=state.synacks.table()))
-                       .with_columns(
-        rtt_handshake=connection_rtts(fl, rtt_choice.column, per="pair")))
+                       .with_columns(rtt_handshake=pair_rtt))
+    del pair_rtt
     sizes = tr["size"].to_numpy()
     lifetimes = tr["fct"].to_numpy()
     size_tail = tail_of(sizes)
