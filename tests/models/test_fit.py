@@ -122,9 +122,23 @@ def test_interarrival_weibull_is_scipys_maximum_likelihood(shape):
     assert nll(ia.params["shape"], ia.params["scale"]) <= nll(c, scale) + 1e-6
 
 
-def test_interarrival_of_equal_gaps_has_no_weibull():
-    ia = fit_interarrival(np.full(20, 0.01))
-    assert "weibull" not in ia.candidates and ia.dist == "exponential"
+#: the connection gaps of faultkit.write_pcap's capture: 10 us apart, to the float rounding of
+#: timestamps in seconds
+TEN_US = np.repeat([9.999999999999918e-06, 9.999999999999972e-06, 9.999999999999986e-06,
+                    9.999999999999992e-06, 9.999999999999999e-06, 1e-05, 1.0000000000000003e-05,
+                    1.0000000000000013e-05, 1.0000000000000026e-05],
+                   [3, 12, 1, 1, 18, 2, 1, 1, 24])
+
+
+@pytest.mark.parametrize("gaps", [np.full(20, 0.01), TEN_US])
+def test_interarrival_of_equal_gaps_falls_back_to_the_search(gaps):
+    # no root of the likelihood equation in floating point: scipy's search, as before
+    from scipy import stats
+
+    ia = fit_interarrival(gaps)
+    c, _, scale = stats.weibull_min.fit(gaps, floc=0)
+    assert ia.candidates["weibull"] == pytest.approx(
+        stats.kstest(gaps, "weibull_min", (c, 0, scale)).statistic, rel=1e-12)
 
 def test_rtt_classes_separate_clusters():
     rng = np.random.default_rng(5)

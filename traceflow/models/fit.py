@@ -129,12 +129,15 @@ def fit_interarrival(gaps_s):
     fits["exponential"] = ({"scale": scale}, stats.kstest(x, "expon", (0, scale)).statistic)
     # the Weibull MLE as the Gumbel (minimum) MLE of log x, which scipy solves by root finding:
     # the same estimate as weibull_min.fit(x, floc=0) (the Jacobian does not depend on the
-    # parameters) without its Nelder-Mead search (12 s for 1.7 M gaps, a 64x capture)
-    loc, inv_shape = stats.gumbel_l.fit(np.log(x))
-    if inv_shape > 0 and np.isfinite(loc):     # not for gaps all equal (no Weibull fits them)
-        c, scale = 1.0 / inv_shape, math.exp(loc)
-        fits["weibull"] = ({"shape": c, "scale": scale},
-                           stats.kstest(x, "weibull_min", (c, 0, scale)).statistic)
+    # parameters) without its Nelder-Mead search (12 s for 1.7 M gaps, a 64x capture); gaps
+    # (nearly) all equal put the root out of floating-point reach, and the search is used
+    with np.errstate(all="ignore"):
+        loc, inv_shape = stats.gumbel_l.fit(np.log(x))
+        c, scale = 1.0 / inv_shape, np.exp(loc)
+    if not (np.isfinite(c) and c > 0 and np.isfinite(scale) and scale > 0):
+        c, _, scale = stats.weibull_min.fit(x, floc=0)
+    fits["weibull"] = ({"shape": c, "scale": scale},
+                       stats.kstest(x, "weibull_min", (c, 0, scale)).statistic)
     s, _, scale = stats.lognorm.fit(x, floc=0)
     fits["lognormal"] = ({"sigma": s, "scale": scale}, stats.kstest(x, "lognorm", (s, 0, scale)).statistic)
     best = min(fits, key=lambda k: fits[k][1])
