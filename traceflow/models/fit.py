@@ -230,42 +230,49 @@ def path_rtt(flows):
 
     # the host pair as two integers (the addresses' category codes, nulls kept): the windows
     # over it hash integers, not strings (the same groups; 16x capture: 4.2 s with the strings,
-    # 1.7 s with a rank of the pair, whose sort the codes also avoid: ~100 MB at 64x)
-    # computed on the columns it reads only, and the two results put beside the flows' own
-    # columns (64x capture: +300 MB when every column went through the windows and joins)
-    queue = ["synack_queued"] if "synack_queued" in flows.columns else []
+    # 1.7 s with a rank of the pair, whose sort the codes also avoid: ~100 MB at 64x).
+    # Computed on the columns it reads only, the two results put beside the flows' own columns
+    # (64x capture: +300 MB when every column went through the windows and joins), and each
+    # window over a column already computed: windows nested in windows took 6 s of the 6.5 at
+    # 64x
     pair = ["_client_addr", "_server_addr"]
-    lean = flows.select(*[pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
-                          for c in ("client_addr", "server_addr")],
-                        "start", "rtt_syn", "rtt_ack", "rtt_handshake", *queue)
-    syn, ack, hs = _valid("rtt_syn"), _valid("rtt_ack"), _valid("rtt_handshake")
+    syn, ack, hs, t = (pl.col(c) for c in ("_syn", "_ack", "_hs", "_t"))
+    fl = flows.select(*[pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
+                        for c in ("client_addr", "server_addr")],
+                      _t=pl.col("start").cast(pl.Int64), _syn=_valid("rtt_syn"),
+                      _ack=_valid("rtt_ack"), _hs=_valid("rtt_handshake"),
+                      *[c for c in ("synack_queued",) if c in flows.columns]
+                      ).with_row_index("_row")
 
     def spread(leg, q):
         return leg.quantile(q).over(pair) - leg.min().over(pair)
 
-    syn_loaded = spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0)
-    loaded = pl.when(syn_loaded).then(syn).otherwise(ack)
-    jitter = pl.when(syn_loaded).then(spread(ack, 0.95)).otherwise(spread(syn, 0.95))
-    excess = loaded - loaded.min().over(pair)
-    unqueued = excess <= jitter.fill_null(0)
-    if queue:
+    syn_loaded = pl.col("_syn_loaded")
+    fl = fl.with_columns(_syn_loaded=spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0))
+    fl = fl.with_columns(_loaded=pl.when(syn_loaded).then(syn).otherwise(ack),
+                         _jitter=pl.when(syn_loaded).then(spread(ack, 0.95))
+                         .otherwise(spread(syn, 0.95)))
+    fl = fl.with_columns(_excess=pl.col("_loaded") - pl.col("_loaded").min().over(pair))
+    excess = pl.col("_excess")
+    unqueued = excess <= pl.col("_jitter").fill_null(0)
+    if "synack_queued" in fl.columns:
         # a SYN/ACK that met an idle bottleneck: its excess is the path's own jitter unless it
         # is an outlier among those (Tukey's fence), a host's transient delay (SYN processing)
         # that the connection's later packets did not see
-        idle = syn_loaded & ~pl.col("synack_queued")
+        fl = fl.with_columns(_idle=syn_loaded & ~pl.col("synack_queued"))
+        idle = pl.col("_idle")
         q1, q3 = (excess.filter(idle).quantile(q).over(pair) for q in (0.25, 0.75))
         unqueued = unqueued | (idle & (excess <= q3 + 1.5 * (q3 - q1))).fill_null(False)
-    fl = lean.with_row_index("_row").with_columns(
-        _t=pl.col("start").cast(pl.Int64), _hs=hs, _free=unqueued & hs.is_not_null())
+    fl = fl.select("_row", *pair, "_t", "_syn", "_ack", "_hs",
+                   _free=unqueued & hs.is_not_null())
     # stable sorts: equally near unqueued handshakes resolve the same way on every run
-    free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=pl.col("_hs"))
-            .sort("_t", maintain_order=True))
+    free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=hs).sort("_t", maintain_order=True))
     near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t", maintain_order=True)
             .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
             .select("_row", "_near"))
     return flows.with_columns(
         fl.with_columns(scattered("_near", near["_row"], near["_near"], fl.height))
-        .select(path_rtt=pl.when(pl.col("_free")).then(pl.col("_hs")).otherwise(pl.col("_near"))
+        .select(path_rtt=pl.when(pl.col("_free")).then(hs).otherwise(pl.col("_near"))
                 .fill_null(hs.min().over(pair)).fill_null(hs.min()),
                 server_share=(syn.min().over(pair) / (syn.min().over(pair) + ack.min().over(pair)))
                 .fill_null(0.5)))
