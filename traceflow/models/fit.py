@@ -236,7 +236,7 @@ def path_rtt(flows):
     # window over a column already computed: windows nested in windows took 6 s of the 6.5 at
     # 64x
     pair = ["_client_addr", "_server_addr"]
-    syn, ack, hs, t = (pl.col(c) for c in ("_syn", "_ack", "_hs", "_t"))
+    syn, ack, hs = (pl.col(c) for c in ("_syn", "_ack", "_hs"))
     fl = flows.select(*[pl.col(c).cast(pl.Categorical).to_physical().alias(f"_{c}")
                         for c in ("client_addr", "server_addr")],
                       _t=pl.col("start").cast(pl.Int64), _syn=_valid("rtt_syn"),
@@ -248,7 +248,8 @@ def path_rtt(flows):
         return leg.quantile(q).over(pair) - leg.min().over(pair)
 
     syn_loaded = pl.col("_syn_loaded")
-    fl = fl.with_columns(_syn_loaded=spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0))
+    fl = fl.with_columns(
+        _syn_loaded=spread(syn, 0.9).fill_null(0) >= spread(ack, 0.9).fill_null(0))
     fl = fl.with_columns(_loaded=pl.when(syn_loaded).then(syn).otherwise(ack),
                          _jitter=pl.when(syn_loaded).then(spread(ack, 0.95))
                          .otherwise(spread(syn, 0.95)))
@@ -266,7 +267,8 @@ def path_rtt(flows):
     fl = fl.select("_row", *pair, "_t", "_syn", "_ack", "_hs",
                    _free=unqueued & hs.is_not_null())
     # stable sorts: equally near unqueued handshakes resolve the same way on every run
-    free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=hs).sort("_t", maintain_order=True))
+    free = (fl.filter(pl.col("_free")).select(*pair, "_t", _near=hs)
+            .sort("_t", maintain_order=True))
     near = (fl.filter(~pl.col("_free")).select("_row", *pair, "_t").sort("_t", maintain_order=True)
             .join_asof(free, on="_t", by=pair, strategy="nearest", check_sortedness=False)
             .select("_row", "_near"))
