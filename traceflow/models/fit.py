@@ -52,8 +52,8 @@ FLOW_COLUMNS = ["proto", "client_addr", "client_port", "server_addr", "server_po
                 "start", "end", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
                 "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
                 "rtt_handshake", "rtt_min"]
-#: what synack_queued, path_rtt and transfers read of the flows (their joins and sorts copy every
-#: column they are given)
+#: what synack_queued, path_rtt and transfers read of the flows (transfers' filter copies every
+#: column it is given; path_rtt selects its own)
 _TRANSFER_INPUT = ["proto", "client_addr", "server_addr", "start", "duration", "packets",
                    "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
                    "rtt_handshake"]
