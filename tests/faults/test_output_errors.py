@@ -156,3 +156,25 @@ def test_atomic_outputs_raise_output_errors_naming_the_output(tmp_path):
         with atomic_path(tmp_path / "taken", shown="taken") as tmp:
             tmp.write_text("x")
     assert leftovers(tmp_path) == ["afile", "taken"]
+
+
+def test_a_spool_on_a_full_disk_is_an_output_error_and_leaves_nothing(tmp_path):
+    """fit's spool (traceflow.scale.spool) in a full $TMPDIR: the error names the spool's
+    directory and says what to do; closing it leaves no file behind."""
+    import numpy as np
+    import polars as pl
+
+    from traceflow.scale.spool import Spool
+
+    disk = mount_tmpfs(tmp_path / "full", "size=64k")
+    try:
+        spool = Spool(0, dir=disk)
+        frame = pl.DataFrame({"v": np.arange(100_000)})
+        with pytest.raises(OutputError, match="cannot keep temporary data: no space left on "
+                                              r"device \(set TMPDIR"):
+            for _ in range(10):
+                spool.append("a", frame)
+        spool.close()
+        assert leftovers(disk) == []
+    finally:
+        umount(disk)

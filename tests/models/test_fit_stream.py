@@ -73,16 +73,19 @@ def test_streamed_fit_equals_whole_table_fit(name):
 
 @pytest.mark.parametrize("parts", [("testbed", "rtt3dev", "server_side.pcap.gz"),
                                    ("captures", "slips_test-cc-capture-1.pcap")])
-def test_small_batches_equal_whole_tables(parts):
+@pytest.mark.parametrize("spooled", [False, True], ids=["in-memory", "on-disk"])
+def test_small_batches_equal_whole_tables(parts, spooled):
     """Batches of 3000 packets (connections span many; the flow splitter carries packets over)
     and reductions of 50 finished connections at a time give what the whole-table functions
     give: the string-keyed connection split of infer_hosts, data_direction's series and the
-    capacity estimate, exchanges_per_connection, synack gaps and the flow table."""
+    capacity estimate, exchanges_per_connection, synack gaps and the flow table. The same with
+    every per-connection result kept on disk (a spool of no memory budget)."""
     from traceflow.pcap.reader import read_packets
 
     packets = pl.from_arrow(read_packets(shared_path(*parts)))
-    state = PacketPass(reduce_conns=50)
+    state = PacketPass(reduce_conns=50, **({"spool_bytes": 0} if spooled else {}))
     table = state.feed_input(packets, batch_size=3000)
+    assert (state.spool.path is not None) == spooled
     assert table.equals(flows(packets))
     assert state.hosts.result() == infer_hosts(packets)
     assert state.exchanges_per_connection() == pytest.approx(

@@ -68,6 +68,23 @@ def test_xmin_found_above_a_non_pareto_body():
     assert 80 <= fit.xmin <= 200 and abs(fit.alpha - 1.5) < 0.1
 
 
+@pytest.mark.parametrize("discrete", [False, True])
+def test_ks_search_in_pieces_equals_the_search_in_one(discrete):
+    """The KS distances of the xmin search, computed in pieces of candidates and of group ends
+    (bounded memory), are the same numbers as over the whole (candidate x group end) grid."""
+    from traceflow.stats.tails import _search_xmin
+
+    x = np.sort(pareto(1.3, 20_000, seed=4))
+    x = np.floor(x * 10 + 0.5) if discrete else x
+    shift = 0.5 if discrete else 0.0
+    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])[:-50]
+    cand = first[::200]
+    whole = _search_xmin(x, shift, cand, chunk_elems=cand.size * x.size)
+    for pieces in (500, 3 * x.size, 7919):
+        parts = _search_xmin(x, shift, cand, chunk_elems=pieces)
+        assert np.array_equal(parts[0], whole[0]) and np.array_equal(parts[1], whole[1])
+
+
 def test_discrete_counts_use_continuity_correction():
     # integer lifetimes from a discretized Pareto (α = 1.3, x ≥ 50 for the tail)
     y = pareto(1.3, 50_000, xmin=49.5, seed=9)

@@ -47,12 +47,17 @@ class SynAckGaps:
     """The packet-pair test's measurements, packet batch by batch (in time order): for every
     SYN/ACK, ``t`` (ns), ``gap`` (ns since the frame before it from a server: an address that
     sent a SYN/ACK so far) and ``size`` (IP bytes, the larger of the two). Keeps the server
-    addresses, the last server frame and one row per SYN/ACK."""
+    addresses, the last server frame and, in ``spool`` (:class:`~traceflow.scale.spool.Spool`;
+    default: one of its own), one row per SYN/ACK."""
 
-    def __init__(self):
+    SCHEMA = {"t": pl.Int64, "gap": pl.Int64, "size": pl.Float64}
+
+    def __init__(self, spool=None):
+        from traceflow.scale.spool import Spool
+
         self.servers = None
         self.last = None
-        self.rows = []
+        self.spool = Spool() if spool is None else spool
 
     def feed(self, packets):
         """Consume a packets DataFrame (``ts``, ``src``, ``ip_len``, ``tcp_flags``)."""
@@ -68,13 +73,12 @@ class SynAckGaps:
             return
         down = down.sort("t", maintain_order=True)
         self.last = down.tail(1).with_columns(synack=pl.lit(False))
-        self.rows.append(down.with_columns(gap=pl.col("t").diff(),
-                                           size=pl.max_horizontal("ip_len", pl.col("ip_len").shift(1))
-                                           .cast(pl.Float64))
-                         .filter(pl.col("synack")).select("t", "gap", "size"))
+        self.spool.append("synack_gaps", down.with_columns(
+            gap=pl.col("t").diff(),
+            size=pl.max_horizontal("ip_len", pl.col("ip_len").shift(1)).cast(pl.Float64))
+            .filter(pl.col("synack")).select("t", "gap", "size").cast(self.SCHEMA))
 
     def table(self):
         """The rows of every SYN/ACK so far (see the class docstring)."""
-        schema = {"t": pl.Int64, "gap": pl.Int64, "size": pl.Float64}
-        return pl.concat([pl.DataFrame(schema=schema), *self.rows]) if self.rows else \
-            pl.DataFrame(schema=schema)
+        rows = self.spool.concat("synack_gaps")
+        return pl.DataFrame(schema=self.SCHEMA) if rows is None else rows

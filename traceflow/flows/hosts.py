@@ -52,6 +52,7 @@ import pyarrow as pa
 
 from traceflow.flows import _hostreduce
 from traceflow.models.model import Hosts
+from traceflow.scale.spool import Spool
 
 SYN, ACK, RST = 0x02, 0x10, 0x04
 #: Linux quick-ACK mode: at most TCP_MAX_QUICKACKS = 16 segments acknowledged one by one at start
@@ -194,6 +195,11 @@ def _mode(values):
 
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
+#: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool
+_SPOOLED = ("legs", "flight", "flight_conns", "request", "response", "close", "timeouts",
+            "syn_gaps")
+#: the spooled parts that are Series
+_SERIES = ("request", "response", "close", "syn_gaps")
 
 
 def reduce_connections(df):
@@ -254,12 +260,14 @@ class HostFacts:
 
     Parts whose statistics do not depend on the order or the connection of their rows (modes,
     medians, shares: :data:`_COUNTED`) are kept as their distinct rows with counts, a few hundred
-    rows whatever the number of connections, and expanded again for :meth:`result`."""
+    rows whatever the number of connections, and expanded again for :meth:`result`. The others
+    go to ``spool`` (:class:`~traceflow.scale.spool.Spool`: in memory up to its budget, then on
+    disk; default: one of its own)."""
 
-    def __init__(self):
-        self.parts = {name: [] for name in ("mss", "per_conn", "legs", "flight", "flight_conns",
-                                            "rwnd", "options", "request", "response", "close",
-                                            "timeouts", "syn_gaps")}
+    def __init__(self, spool=None):
+        # the parts of a few rows, and the spool of those with a row or more per connection
+        self.counted = {name: None for name in _COUNTED}
+        self.spool = Spool() if spool is None else spool
         self.spa = np.zeros(4, dtype=np.int64)  # late data, late ACKs, new data, ACK advances
         self.leg_cap = 0.0
 
@@ -272,39 +280,43 @@ class HostFacts:
         threads: in the order :meth:`add` would have taken them)."""
         if reduced is None:
             return
-        parts = self.parts
         for name in _COUNTED:
             self._count(name, reduced[name])
-        parts["legs"].append(reduced["legs"])
+        self._keep("legs", reduced["legs"])
         if reduced["leg_max"] is not None:
             self.leg_cap = max(self.leg_cap, reduced["leg_max"])
         # the last point before the first data ACK is before any cut (the cap is >= 0)
         points = reduced["flight"]
-        parts["flight"].append(points.filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * self.leg_cap)
-                               .select("conn", "ts_s", "top"))
-        for name in ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps"):
-            parts[name].append(reduced[name])
+        self._keep("flight", points.filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * self.leg_cap)
+                   .select("conn", "ts_s", "top"))
+        for name in _SPOOLED[2:]:
+            self._keep(name, reduced[name])
         self.spa += reduced["spa"]
+
+    def _keep(self, name, part):
+        self.spool.append(f"hosts.{name}", part.to_frame() if isinstance(part, pl.Series) else part)
 
     def _count(self, name, frame):
         """Add the rows ``frame`` to the counted part ``name`` (distinct rows and their ``_n``)."""
         keys = frame.columns
-        counts = [*self.parts[name], frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))]
-        self.parts[name] = [pl.concat(counts, how="vertical").group_by(keys)
-                            .agg(pl.col("_n").sum())]
+        counts = [frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))]
+        if self.counted[name] is not None:
+            counts.insert(0, self.counted[name])
+        self.counted[name] = pl.concat(counts, how="vertical").group_by(keys).agg(pl.col("_n").sum())
 
     def _all(self, name):
-        if not self.parts[name]:
-            return None
         if name in _COUNTED:    # every row as often as it was added (in no particular order)
-            counts = self.parts[name][0]
+            counts = self.counted[name]
+            if counts is None:
+                return None
             rows = counts.drop("_n")[np.repeat(np.arange(counts.height), counts["_n"].to_numpy())]
             return rows["mss"] if name == "mss" else rows
-        return pl.concat(self.parts[name], how="vertical")
+        frame = self.spool.concat(f"hosts.{name}")
+        return frame.to_series() if frame is not None and name in _SERIES else frame
 
     def result(self, *, min_flows=5):
         """The :class:`~traceflow.models.model.Hosts` of every connection added."""
-        if not self.parts["legs"]:
+        if not self.spool.count("hosts.legs"):
             return Hosts(mss=None, segment_size=None, initial_window=None, initial_window_flows=0,
                          initial_window_observable=False, receiver_window=None, min_rto_s=None,
                          rto_samples=0, delayed_ack=None, segments_per_ack=None, vantage="unknown")
@@ -315,7 +327,8 @@ class HostFacts:
         header = _mode(full["header"].to_numpy()) if full.height else None
         legs = self._all("legs")
         where = vantage(legs)
-        iw, iw_n = _initial_window(self.parts["flight"], self.parts["flight_conns"], legs, seg)
+        iw, iw_n = _initial_window(self.spool.frames("hosts.flight"),
+                                   self.spool.frames("hosts.flight_conns"), legs, seg)
         timeouts = self._all("timeouts")
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
@@ -384,10 +397,10 @@ def vantage(legs):
 
 def _initial_window(points, conns, legs, seg):
     """Median first-flight size (segments) over connections that sent beyond it, and their count.
-    ``points``, ``conns``: lists of the ``flight`` and ``flight_conns`` parts of
-    connections, taken pair by pair (the points of a long capture joined whole would take
-    several times their memory)."""
-    if not seg or not conns:
+    ``points``, ``conns``: the ``flight`` and ``flight_conns`` parts of the connections, in
+    the groups they were added in, taken pair by pair (the points of a long capture joined
+    whole would take several times their memory)."""
+    if not seg:
         return None, 0
     # The propagation part of the capture -> sender -> capture leg: a low quantile over all
     # connections (a handshake that met a queue would push the boundary past the first flight).
@@ -404,7 +417,7 @@ def _initial_window(points, conns, legs, seg):
         ok = (some_conns.join(flights, on="conn", how="left")
               .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
         flight.append(ok["flight"].to_numpy())
-    flight = np.concatenate(flight)
+    flight = np.concatenate(flight) if flight else np.zeros(0)
     if flight.size == 0:
         return None, 0
     segments = np.ceil(flight / seg)

@@ -185,12 +185,18 @@ class RttRows:
 
         if "leg_syn" not in self.rows.columns:
             return "unknown"
-        return vantage(self.rows.filter("tcp").select("leg_syn", "leg_ack", "sender_is_server"))
+        return vantage(self._tcp("leg_syn", "leg_ack", "sender_is_server"))
+
+    def _tcp(self, *columns):
+        """``columns`` of the TCP flows' rows (filtering only these: a copy of all of them took
+        60 MB on a 64x capture's 1.7 M flows)."""
+        return self.rows.select(*columns, "tcp").filter("tcp").drop("tcp")
 
     def choice(self):
         """:func:`rtt_column` of the flows."""
         column = self.column
-        tcp = self.rows.filter("tcp")
+        tcp = self._tcp(*dict.fromkeys(c for c in ("rtt_min", "rtt_handshake", column)
+                                       if c in self.rows.columns))
         where = self.vantage()
         have = {c: int(tcp.select((pl.col(c) > 0).sum()).item()) if c in tcp.columns else 0
                 for c in ("rtt_min", "rtt_handshake")}

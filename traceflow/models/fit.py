@@ -297,6 +297,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     from traceflow.models.checks import require_replayable
     from traceflow.models.fitstream import PacketPass
     from traceflow.models.sessions import fit_sessions
+    from traceflow.scale.memory import trim_heap
 
     log = log or (lambda message: None)
     inputs = _sources(inputs)
@@ -323,9 +324,6 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                 utilization=mean_rate / cap if cap and cap > 0 else math.nan,
                 method="given (--capacity)" if capacity_bps else method, peak_rate_bps=peaks)
     series = state.data.series(end)
-    if hosts_from is None:      # now, so that the per-connection facts are freed before the flows'
-        hosts = state.hosts.result()
-        state.hosts = None
 
     # Arrivals: every TCP connection whose SYN was seen (handshake complete or partial).
     tcp = (pl.col("proto") == 6) & (pl.col("handshake") != "none")
@@ -333,6 +331,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     arrivals = Arrivals(n_flows=int(starts.size),
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
                         interarrival=fit_interarrival(np.diff(starts)))
+    sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
 
     log("arrivals, sizes, lifetimes, RTTs")
     # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
@@ -342,47 +341,53 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     rtt_choice = rows.choice()
     pair_rtt = rows.connection_rtts(rtt_choice.column)
     del rows
+    trim_heap()
     tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
                                               gaps=state.synacks.table()))
                        .with_columns(rtt_handshake=pair_rtt))
-    del pair_rtt
-    sizes = tr["size"].to_numpy()
-    lifetimes = tr["fct"].to_numpy()
+    # what the fits read of the transfers, taken before the flows' tables (O(flows)) go: the
+    # tail fits' and RTT classes' working arrays and the series statistics would otherwise
+    # add to them (64x capture: 300 MB of tables)
+    sizes, lifetimes = tr["size"].to_numpy(), tr["fct"].to_numpy()
+    packets, request = tr["packets"].to_numpy(), tr["request"].to_numpy()
+    rtt, propagation = (tr[c].drop_nulls().to_numpy() for c in ("rtt", "path_rtt"))
+    server_share = tr["server_share"].median()
+    del fl, tr, pair_rtt
+    state.synacks = None
+    trim_heap()
+
     size_tail = tail_of(sizes)
     sizes_d = distribution_from_sample(sizes, "bytes", size_tail)
     life_d = distribution_from_sample(lifetimes, "s", tail_of(lifetimes))
     shares = None
     if sizes.size:
-        long = tr["packets"].to_numpy() >= LONG_LIVED_PACKETS
+        long = packets >= LONG_LIVED_PACKETS
         shares = Shares(by="packets", threshold=float(LONG_LIVED_PACKETS),
                         short_flows=float(1 - long.mean()),
                         long_flows=float(long.mean()),
                         short_bytes=float(sizes[~long].sum() / sizes.sum()),
                         long_bytes=float(sizes[long].sum() / sizes.sum()))
-    rtt = tr["rtt"].drop_nulls().to_numpy()
     rtt_model = RTTModel(column=rtt_choice.column, distribution=distribution_from_sample(rtt, "s"),
                          classes=rtt_classes(rtt, seed=seed),
-                         propagation=distribution_from_sample(
-                             tr["path_rtt"].drop_nulls().to_numpy(), "s"),
-                         server_share=tr["server_share"].median())
+                         propagation=distribution_from_sample(propagation, "s"),
+                         server_share=server_share)
     # requests of downloads (the transfer flows server -> client); a trace of mostly uploads has
     # none, and its model replays one-way transfers
-    down = tr.filter(pl.col("request") < pl.col("size"))
-    requests = (distribution_from_sample(down["request"].to_numpy(), "bytes")
-                if 2 * down.height > tr.height else None)
-
-    sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
-    # the flows are fitted: their tables (O(flows)) would otherwise stay through the second pass
-    # of --hosts-from and the series statistics, whose own peaks add to them
-    del fl, tr, down
-    state.synacks = None
+    down = request[request < sizes]
+    requests = (distribution_from_sample(down, "bytes") if 2 * down.size > sizes.size else None)
 
     log("end hosts")
-    if hosts_from is not None:
+    # after the flows: the per-connection facts come back from the pass's spool (64x capture:
+    # +150 MB) when the flows' tables are gone
+    if hosts_from is None:
+        hosts = state.hosts.result()
+    else:
         other = PacketPass(flows=False)
         for source in _sources(hosts_from):
             other.feed_input(source, filter=filter, proto=proto)
         hosts = other.hosts.result()
+        other.spool.close()
+    state.spool.close()
 
     log("Hurst, dispersion, conditional levels")
     hurst = cmp.hurst_estimates(series)

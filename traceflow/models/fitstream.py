@@ -21,7 +21,9 @@ in the order the connections were handed out
 waits for them before each :meth:`PacketPass._fix_bins`, so it decides on the same packets as
 one thread.
 
-Memory is O(packets of open connections + one batch + a few values per connection). The
+Memory is O(packets of open connections + one batch): the few values kept per connection (flow
+rows, end-host facts, SYN/ACK gaps) go to a :class:`~traceflow.scale.spool.Spool`, on disk once
+they outgrow its budget. The
 results equal those of the whole-table functions for a capture whose timestamps run forward;
 where they do not, the bins keep the clock of the first packets (earlier packets extend the
 series by whole bins in front).
@@ -37,6 +39,8 @@ import polars as pl
 from traceflow import compare as cmp
 from traceflow.errors import InputFormatError
 from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
+from traceflow.scale.memory import trim_heap
+from traceflow.scale.spool import SPOOL_BYTES, Spool
 
 #: finished connections whose packets are reduced together (the reductions have a fixed cost
 #: per call)
@@ -116,17 +120,22 @@ class PacketPass:
     """Accumulates what fit needs (see the module docstring) over the inputs fed with
     :meth:`feed_input`. ``flows``: keep the flow tables, the series, the span and the sessions'
     inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``).
-    ``reduce_conns``: finished connections whose packets are reduced together."""
+    ``reduce_conns``: finished connections whose packets are reduced together; ``spool_bytes``:
+    what is kept per connection stays in memory up to this many bytes, then goes to temporary
+    files (:class:`~traceflow.scale.spool.Spool`)."""
 
-    def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0, reduce_conns=REDUCE_CONNS):
+    def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0, reduce_conns=REDUCE_CONNS,
+                 spool_bytes=SPOOL_BYTES):
         from traceflow.flows.handshake_queue import SynAckGaps
         from traceflow.flows.hosts import HostFacts
 
         self.keep_flows = flows
         self.reduce_conns = reduce_conns
         self.idle_timeout = idle_timeout
-        self.hosts = HostFacts() if hosts else None
-        self.synacks = SynAckGaps() if flows else None
+        # what is kept per connection until the end (flows, host facts, SYN/ACK gaps)
+        self.spool = Spool(spool_bytes)
+        self.hosts = HostFacts(self.spool) if hosts else None
+        self.synacks = SynAckGaps(self.spool) if flows else None
         self.data = Bins()           # data-direction packets: series origin = first packet
         self.capacity = Bins()       # the same, origin = first data packet
         self.packets = 0
@@ -150,7 +159,6 @@ class PacketPass:
         self.stream.on_packets = self._consumed
         self.rows, self.raw, self.pending, self.done = 0, [], [], []
         self.queued = deque()
-        chunks = []
         with ThreadPoolExecutor(REDUCE_THREADS, thread_name_prefix="fit-reduce") as self.pool:
             try:
                 for batch in packet_batches(source, batch_size or BATCH_ROWS, columns=None):
@@ -158,18 +166,20 @@ class PacketPass:
                     df = select_rows(df, filter, proto)
                     self._batch(df)
                     self.stream.feed(df)
-                    self._released(self.stream.release(), chunks)
+                    self._released(self.stream.release())
                 self.stream.finish()
-                self._released(self.stream.release(), chunks)
+                self._released(self.stream.release())
                 self._reduce()
                 self._apply(wait=True)
             finally:
                 for job in self.queued:
                     job.cancel()
         self._fix_bins(final=True)
+        trim_heap()             # the pass's buffers, before its results come back
         if not self.keep_flows:
             return None
-        table = pl.concat(chunks, how="vertical")
+        table = self.spool.concat("flows")
+        self.spool.drop("flows")
         table = table.with_columns(pl.col(c).cast(wide) for c, (_, wide) in _NARROW_FLOWS.items()
                                    if c in table.columns)
         return table if self.stream.in_order else _resorted(table)
@@ -216,9 +226,9 @@ class PacketPass:
             conn=pl.Series(out["conn"][tcp]), a_side=pl.Series(out["fwd"][tcp] == 1))
             .with_columns(pl.col(_NARROW).cast(pl.UInt32)))
 
-    def _released(self, chunk, chunks):
-        if self.keep_flows and (chunk.height or not chunks):   # an empty one keeps the schema
-            chunks.append(chunk.drop("conn", "client_is_a") if self.columns is None
+    def _released(self, chunk):
+        if self.keep_flows and (chunk.height or not self.spool.count("flows")):  # keeps the schema
+            self.spool.append("flows", chunk.drop("conn", "client_is_a") if self.columns is None
                           else chunk.select(self.columns).with_columns(
                               # kept for every connection: a byte each instead of a string
                               [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()

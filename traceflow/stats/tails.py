@@ -70,7 +70,7 @@ class ParetoFit:
                 "discrete": self.discrete}
 
 
-def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk_elems=1 << 18):
+def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk_elems=1 << 16):
     """α and KS distance for candidate start indices ``cand`` into sorted ``x`` (vectorized).
 
     With y = x − shift: α_i = n_i / (Σ_{j≥i} ln y_j − n_i ln y_i) from reverse cumulative sums of
@@ -98,20 +98,25 @@ def _search_xmin(x: np.ndarray, shift: float, cand: np.ndarray, ymin=None, chunk
     per = max(1, chunk_elems // max(1, ends.size - int(start.min())))
     for s in range(0, cand.size, per):  # chunks of candidates, each fully vectorized
         c, e0 = cand[s: s + per], start[s: s + per]
-        k = e0[:, None] + np.arange(ends.size - int(e0.min()))[None, :]
-        valid = k < ends.size
-        k = np.minimum(k, ends.size - 1)
-        r = ends[k] - c[:, None]                  # rank of the group end in the tail
         nt = (n - c)[:, None].astype(np.float64)
         a = alpha[s: s + per, None]
         lm = log_min[s: s + per, None]
-        f_lo = 1.0 - np.exp(-a * (logs_e[k] - lm))
-        f_hi = 1.0 - np.exp(-a * (logs_hi_e[k] - lm)) if shift else f_lo   # continuous: the same
-        d_lo = np.abs(r / nt - f_lo)
-        d_hi = np.abs((r + 1) / nt - f_hi)
-        d = np.maximum(np.where(valid & first_e[k], d_lo, 0.0),
-                       np.where(valid & last_e[k], d_hi, 0.0))
-        ks[s: s + per] = d.max(axis=1)
+        width = ends.size - int(e0.min())
+        step = max(1, chunk_elems // c.size)   # and of group ends (a long tail of distinct
+        best = np.zeros(c.size)                # values: ~40 MB of temporaries in one piece)
+        for j in range(0, width, step):
+            k = e0[:, None] + np.arange(j, min(j + step, width))[None, :]
+            valid = k < ends.size
+            k = np.minimum(k, ends.size - 1)
+            r = ends[k] - c[:, None]              # rank of the group end in the tail
+            f_lo = 1.0 - np.exp(-a * (logs_e[k] - lm))
+            f_hi = 1.0 - np.exp(-a * (logs_hi_e[k] - lm)) if shift else f_lo  # continuous: same
+            d_lo = np.abs(r / nt - f_lo)
+            d_hi = np.abs((r + 1) / nt - f_hi)
+            d = np.maximum(np.where(valid & first_e[k], d_lo, 0.0),
+                           np.where(valid & last_e[k], d_hi, 0.0))
+            np.maximum(best, d.max(axis=1), out=best)
+        ks[s: s + per] = best
     return alpha, ks
 
 

@@ -1,0 +1,135 @@
+"""Frames gathered over a long streaming pass, in memory up to a budget and on disk beyond it.
+
+``traceflow fit`` keeps a few values per connection until the pass ends (the flow table, the
+end-host facts, the SYN/ACK gaps): O(connections), a few hundred bytes each, so on a long capture
+they outgrow the pass's own working set (issue 17). A :class:`Spool` holds them as
+named lists of Polars frames; once all of them together exceed ``budget`` bytes, every list
+goes to an Arrow IPC file in a private temporary directory and later frames follow it there.
+They come back, frame by frame or concatenated, in the order they were appended and with the
+schema of the first. The directory is deleted by :meth:`Spool.close` or when the spool is
+garbage-collected.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+
+import polars as pl
+import polars.selectors as cs
+import pyarrow as pa
+
+from traceflow.errors import OutputError, os_errno
+
+#: bytes (Polars' estimate) held in memory by one spool before its frames go to disk
+SPOOL_BYTES = 32 << 20
+
+
+class Spool:
+    """Named, append-only lists of frames (see the module docstring). ``budget``: bytes kept in
+    memory; ``dir``: where the temporary directory is made (default: :func:`tempfile.gettempdir`,
+    i.e. ``$TMPDIR``)."""
+
+    def __init__(self, budget=SPOOL_BYTES, dir=None):
+        self.budget = budget
+        self.dir = dir
+        self.held = {}          # name -> frames in memory
+        self.schema = {}        # name -> Polars schema of the first frame
+        self.files = {}         # name -> (path, writer, batches per frame appended)
+        self.nbytes = 0
+        self.path = None        # the temporary directory, once made
+        self._cleanup = None
+
+    def append(self, name, frame):
+        """Add ``frame`` (a DataFrame) at the end of the list ``name``."""
+        self.schema.setdefault(name, frame.schema)
+        if self.path is not None:
+            self._write(name, frame)
+            return
+        self.held.setdefault(name, []).append(frame)
+        self.nbytes += frame.estimated_size()
+        if self.nbytes > self.budget:
+            self._spill()
+
+    def count(self, name):
+        """How many frames were appended to ``name``."""
+        return len(self.held.get(name, ())) + (len(self.files[name][2]) if name in self.files else 0)
+
+    def frames(self, name):
+        """The frames of ``name`` in the order they were appended (an iterator)."""
+        if name in self.files:
+            path, writer, counts = self.files[name]
+            if writer is not None:
+                self._guarded(writer.close)
+                self.files[name] = (path, None, counts)
+            reader = self._guarded(pa.ipc.open_file, path)
+            schema = self.schema[name]
+            i = 0
+            for n in counts:
+                table = pa.Table.from_batches([reader.get_batch(i + k) for k in range(n)],
+                                              reader.schema)
+                i += n
+                yield pl.from_arrow(table).cast(schema) if n else pl.DataFrame(schema=schema)
+        yield from self.held.get(name, ())
+
+    def concat(self, name):
+        """Every frame of ``name`` in one DataFrame (None if none was appended)."""
+        if not self.count(name):
+            return None
+        return pl.concat(list(self.frames(name)), how="vertical")
+
+    def drop(self, name):
+        """Forget the frames of ``name`` (and delete its file)."""
+        self.schema.pop(name, None)
+        for frame in self.held.pop(name, ()):
+            self.nbytes -= frame.estimated_size()
+        path, writer, _ = self.files.pop(name, (None, None, None))
+        if writer is not None:
+            writer.close()
+        if path is not None:
+            os.unlink(path)
+
+    def close(self):
+        """Drop every list and delete the temporary directory."""
+        self.held, self.files, self.nbytes = {}, {}, 0
+        if self._cleanup is not None:
+            self._cleanup()
+
+    def _spill(self):
+        try:
+            self.path = tempfile.mkdtemp(prefix="traceflow-spool-", dir=self.dir)
+        except OSError as exc:
+            raise self._error(exc, self.dir or tempfile.gettempdir()) from None
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        held, self.held, self.nbytes = self.held, {}, 0
+        for name, frames in held.items():
+            for frame in frames:
+                self._write(name, frame)
+
+    def _write(self, name, frame):
+        # categories as text: an IPC file has one dictionary per column, the frames one each
+        table = frame.with_columns(cs.categorical().cast(pl.String),
+                                   cs.enum().cast(pl.String)).to_arrow()
+        if name not in self.files:
+            path = os.path.join(self.path, f"{len(self.files)}.arrow")
+            sink = self._guarded(pa.OSFile, path, "wb")
+            self.files[name] = (path, self._guarded(pa.ipc.new_file, sink, table.schema), [])
+        path, writer, counts = self.files[name]
+        batches = table.to_batches()
+        for batch in batches:
+            self._guarded(writer.write_batch, batch)
+        counts.append(len(batches))
+
+    def _guarded(self, call, *args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except (OSError, pa.ArrowException) as exc:
+            if os_errno(exc) is None:
+                raise
+            raise self._error(exc, self.path) from None
+
+    @staticmethod
+    def _error(exc, where):
+        return OutputError(f"cannot keep temporary data: {os.strerror(os_errno(exc)).lower()} "
+                           f"(set TMPDIR to a file system with room)", path=where)
