@@ -103,3 +103,18 @@ def test_small_batches_equal_whole_tables(parts, spooled):
     whole = SynAckGaps()
     whole.feed(packets)
     assert state.synacks.table().equals(whole.table())
+
+
+def test_two_inputs_kept_on_disk_give_what_memory_gives():
+    """fit's pass over two inputs with every per-connection result on disk (a spool of no
+    memory budget: the first input's flow rows are read back and dropped while the host facts
+    and SYN/ACK gaps of both stay in their files) equals the pass that keeps them in memory."""
+    inputs = [shared_path("testbed", "rtt3dev", side) for side in ("server_side.pcap.gz",
+                                                                    "client_side.pcap.gz")]
+    passes = [PacketPass(), PacketPass(spool_bytes=0)]
+    tables = [[state.feed_input(path) for path in inputs] for state in passes]
+    memory, disk = passes
+    assert memory.spool.path is None and disk.spool.path is not None
+    assert all(a.equals(b) for a, b in zip(*tables))
+    assert memory.hosts.result() == disk.hosts.result()
+    assert memory.synacks.table().equals(disk.synacks.table())

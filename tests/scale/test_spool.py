@@ -45,8 +45,9 @@ def test_frames_come_back_in_order_with_their_schema(budget, tmp_path):
     assert spool.concat("other") is None
     spool.drop("flows")
     assert spool.count("flows") == 0 and spool.count("gaps") == len(frames)
-    spool.append("flows", frames[1])        # a dropped name starts again
+    spool.append("flows", frames[1])        # a dropped name starts again, beside the others
     assert spool.concat("flows").equals(frames[1])
+    assert spool.concat("gaps").equals(pl.concat([f.select("x") for f in frames]))
 
 
 def test_the_directory_goes_with_the_spool(tmp_path):

@@ -195,9 +195,9 @@ def _mode(values):
 
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
-#: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool
-_SPOOLED = ("legs", "flight", "flight_conns", "request", "response", "close", "timeouts",
-            "syn_gaps")
+#: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool as
+#: :func:`reduce_connections` gives them (and "legs", "flight": kept after a selection)
+_AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps")
 #: the spooled parts that are Series
 _SERIES = ("request", "response", "close", "syn_gaps")
 
@@ -289,7 +289,7 @@ class HostFacts:
         points = reduced["flight"]
         self._keep("flight", points.filter(pl.col("ts_s") < pl.col("t_ack1") + 0.5 * self.leg_cap)
                    .select("conn", "ts_s", "top"))
-        for name in _SPOOLED[2:]:
+        for name in _AS_REDUCED:
             self._keep(name, reduced[name])
         self.spa += reduced["spa"]
 

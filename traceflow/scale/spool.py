@@ -39,6 +39,7 @@ class Spool:
         self.files = {}         # name -> (path, writer, batches per frame appended)
         self.nbytes = 0
         self.path = None        # the temporary directory, once made
+        self._made = 0          # files made in it
         self._cleanup = None
 
     def append(self, name, frame):
@@ -112,10 +113,13 @@ class Spool:
         table = frame.with_columns(cs.categorical().cast(pl.String),
                                    cs.enum().cast(pl.String)).to_arrow()
         if name not in self.files:
-            path = os.path.join(self.path, f"{len(self.files)}.arrow")
+            self._made += 1         # never a name in use: names are dropped and made again
+            path = os.path.join(self.path, f"{self._made}.arrow")
             sink = self._guarded(pa.OSFile, path, "wb")
             self.files[name] = (path, self._guarded(pa.ipc.new_file, sink, table.schema), [])
         path, writer, counts = self.files[name]
+        if writer is None:
+            raise RuntimeError(f"spool list {name!r} was read from its file: no more frames")
         batches = table.to_batches()
         for batch in batches:
             self._guarded(writer.write_batch, batch)
