@@ -52,8 +52,7 @@ FLOW_COLUMNS = ["proto", "client_addr", "client_port", "server_addr", "server_po
                 "start", "end", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
                 "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
                 "rtt_handshake", "rtt_min"]
-#: what synack_queued, path_rtt and transfers read of the flows (transfers' filter copies every
-#: column it is given; path_rtt selects its own)
+#: what synack_queued, path_rtt and transfers read of the flows (the table they pass on)
 _TRANSFER_INPUT = ["proto", "client_addr", "server_addr", "start", "duration", "packets",
                    "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
                    "rtt_handshake"]
@@ -349,28 +348,12 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
 
     log("arrivals, sizes, lifetimes, RTTs")
-    # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
-    # column's minimum over the host pair); path_rtt keeps the handshakes it needs
-    # (one RttRows for both: the choice does not depend on the path unit; 64x capture: 80 MB)
-    rows = RttRows.of(fl, per="pair")
-    rtt_choice = rows.choice()
-    pair_rtt = rows.connection_rtts(rtt_choice.column)
-    del rows
-    trim_heap()
-    tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
-                                              gaps=state.synacks.table()))
-                       .with_columns(rtt_handshake=pair_rtt))
-    # what the fits read of the transfers, taken before the flows' tables (O(flows)) go: the
-    # tail fits' and RTT classes' working arrays and the series statistics would otherwise
-    # add to them (64x capture: 300 MB of tables)
+    # the sizes and lifetimes first: their tail fits' working arrays (64x capture: +65 MB) then
+    # add to the flow table alone, not to what the RTT stage below leaves in the allocator
+    tr = cmp.transfers(fl.select(_TRANSFER_INPUT))
     sizes, lifetimes = tr["size"].to_numpy(), tr["fct"].to_numpy()
     packets, request = tr["packets"].to_numpy(), tr["request"].to_numpy()
-    rtt, propagation = (tr[c].drop_nulls().to_numpy() for c in ("rtt", "path_rtt"))
-    server_share = tr["server_share"].median()
-    del fl, tr, pair_rtt
-    state.synacks = None
-    trim_heap()
-
+    del tr
     size_tail = tail_of(sizes)
     sizes_d = distribution_from_sample(sizes, "bytes", size_tail)
     life_d = distribution_from_sample(lifetimes, "s", tail_of(lifetimes))
@@ -382,14 +365,35 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                         long_flows=float(long.mean()),
                         short_bytes=float(sizes[~long].sum() / sizes.sum()),
                         long_bytes=float(sizes[long].sum() / sizes.sum()))
-    rtt_model = RTTModel(column=rtt_choice.column, distribution=distribution_from_sample(rtt, "s"),
-                         classes=rtt_classes(rtt, seed=seed),
-                         propagation=distribution_from_sample(propagation, "s"),
-                         server_share=server_share)
     # requests of downloads (the transfer flows server -> client); a trace of mostly uploads has
     # none, and its model replays one-way transfers
     down = request[request < sizes]
     requests = (distribution_from_sample(down, "bytes") if 2 * down.size > sizes.size else None)
+    del sizes, lifetimes, packets, request, down
+
+    # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
+    # column's minimum over the host pair); path_rtt keeps the handshakes it needs
+    # (one RttRows for both: the choice does not depend on the path unit; 64x capture: 80 MB)
+    rows = RttRows.of(fl, per="pair")
+    rtt_choice = rows.choice()
+    pair_rtt = rows.connection_rtts(rtt_choice.column)
+    del rows
+    trim_heap()
+    tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
+                                              gaps=state.synacks.table()))
+                       .with_columns(rtt_handshake=pair_rtt))
+    # what the RTT fits read of the transfers (the same rows as above), taken before the flows'
+    # tables (O(flows)) go: the RTT classes' working arrays and the series statistics would
+    # otherwise add to them (64x capture: 300 MB of tables)
+    rtt, propagation = (tr[c].drop_nulls().to_numpy() for c in ("rtt", "path_rtt"))
+    server_share = tr["server_share"].median()
+    del fl, tr, pair_rtt
+    state.synacks = None
+    trim_heap()
+    rtt_model = RTTModel(column=rtt_choice.column, distribution=distribution_from_sample(rtt, "s"),
+                         classes=rtt_classes(rtt, seed=seed),
+                         propagation=distribution_from_sample(propagation, "s"),
+                         server_share=server_share)
 
     log("end hosts")
     # after the flows: the per-connection facts come back from the pass's spool (64x capture:
