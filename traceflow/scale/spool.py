@@ -60,10 +60,7 @@ class Spool:
     def frames(self, name):
         """The frames of ``name`` in the order they were appended (an iterator)."""
         if name in self.files:
-            path, writer, counts = self.files[name]
-            if writer is not None:
-                self._guarded(writer.close)
-                self.files[name] = (path, None, counts)
+            path, counts = self._finish(name)
             reader = self._guarded(pa.ipc.open_file, path)
             schema = self.schema[name]
             i = 0
@@ -85,17 +82,35 @@ class Spool:
         self.schema.pop(name, None)
         for frame in self.held.pop(name, ()):
             self.nbytes -= frame.estimated_size()
-        path, writer, _ = self.files.pop(name, (None, None, None))
-        if writer is not None:
-            writer.close()
-        if path is not None:
-            os.unlink(path)
+        if name in self.files:
+            os.unlink(self._discard(name))
 
     def close(self):
         """Drop every list and delete the temporary directory."""
-        self.held, self.files, self.nbytes = {}, {}, 0
+        for name in list(self.files):
+            self._discard(name)
+        self.held, self.nbytes = {}, 0
         if self._cleanup is not None:
             self._cleanup()
+
+    def _finish(self, name):
+        """Close the file of ``name`` for writing (its footer written); ``(path, counts)``."""
+        path, writer, counts = self.files[name]
+        if writer is not None:
+            self._guarded(writer.close)
+            self.files[name] = (path, None, counts)
+        return path, counts
+
+    def _discard(self, name):
+        """Forget the file of ``name`` (its writer closed, a failure to write the footer of a
+        file that goes anyway ignored: a full disk); its path."""
+        path, writer, _ = self.files.pop(name)
+        if writer is not None:
+            try:
+                writer.close()
+            except (OSError, pa.ArrowException):
+                pass
+        return path
 
     def _spill(self):
         try:
