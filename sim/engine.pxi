@@ -12,7 +12,9 @@
 # and ~100 timeouts where ns-2's took 5.0 and 636, and arrivals in a pseudo-random order hid the
 # fault; with the segments right, FIFO agrees better than the shuffle (2000 s, seeds 1-2:
 # 4.97 / 5.04 Mb/s and 638 / 619 timeouts, shuffled 4.83 / 4.86 and 686 / 677, ns-2 5.00 / 5.01
-# and 636 / 636; tests/sim/test_tcpmt_ns2.py).
+# and 636 / 636; tests/sim/test_tcpmt_ns2.py). A transmitter that frees with nothing waiting has
+# no wake-up event, but the number one would have had (taken when its transmission began) still
+# orders a packet offered at that instant (sim/link.pxi _poke, after()).
 
 cimport cython
 
@@ -83,6 +85,7 @@ cdef class Simulator:
     cdef Py_ssize_t nheap, capheap
     cdef uint64_t seqno
     cdef uint64_t side_seqno
+    cdef uint64_t cur_key, cur_seq  # order of the event being handled (at ``now``)
     cdef readonly int64_t now
     cdef readonly int64_t events
     cdef list keep                  # strong refs: components, nodes, links, agents
@@ -136,6 +139,10 @@ cdef class Simulator:
         cdef uint64_t seq = self.side_seqno
         self.side_seqno += 1
         return self._insert(t, KEY_SIDE, seq, c, kind, p, arg)
+
+    cdef inline bint after(self, uint64_t seq) noexcept:
+        """Whether the event being handled comes after a main event at ``now`` numbered ``seq``."""
+        return self.cur_key == KEY_MAIN and self.cur_seq > seq
 
     cdef inline int push(self, int64_t t, uint64_t seq, Component c, int32_t kind, Packet* p,
                          int64_t arg) except -1:
@@ -200,6 +207,8 @@ cdef class Simulator:
         while self.nheap > 0 and self.heap[0].t < until:
             self._pop(&ev)
             self.now = ev.t
+            self.cur_key = ev.key
+            self.cur_seq = ev.seq
             self.events += 1
             if ev.t >= next_cb:
                 callback(ev.t)

@@ -43,6 +43,8 @@ cdef class Link(Component):
     cdef readonly Queue queue
     cdef readonly int64_t busy_until        # the transmitter is free from this time on
     cdef bint tx_pending                    # a TX_DONE wake-up is scheduled
+    cdef bint resume_due                    # the transmitter frees at busy_until with no wake-up
+    cdef uint64_t resume_seq                # the number that wake-up would have had
     cdef readonly double loss_p
     cdef Rng rng
     cdef PcapWriter pcap
@@ -147,14 +149,25 @@ cdef class Link(Component):
         self._poke(now)
 
     cdef inline int _poke(self, int64_t now) except -1:
-        """Transmit now if the transmitter is free, else make sure it is woken when it frees."""
+        """Transmit now if the transmitter is free, else make sure it is woken when it frees.
+
+        As in ns-2, a transmitter frees by an event of its own, numbered when the transmission
+        began (ns-2's link schedules its queue's resume then, whether or not a packet waits). We
+        schedule that wake-up only if a packet waits, but a packet offered at the very nanosecond
+        the transmitter frees, by an event ordered before that wake-up would have been (an ACK
+        arrival, say), waits for it: so two links freeing at the same instant start their next
+        packets in the order their previous ones began, as in ns-2."""
         if self.tx_pending:
             return 0
-        if now >= self.busy_until:
+        if now > self.busy_until or (now == self.busy_until
+                                     and (not self.resume_due or self.sim.after(self.resume_seq))):
             self._start_tx(now)
         elif self.queue.len_pkts > 0:
             self.tx_pending = True
-            self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
+            if now == self.busy_until:
+                self.sim._insert(now, KEY_MAIN, self.resume_seq, self, LINK_TX_DONE, NULL, 0)
+            else:
+                self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
     cdef int _start_tx(self, int64_t now) except -1:
         # The packet's whole life on this link is scheduled at once: it occupies the transmitter
@@ -202,7 +215,11 @@ cdef class Link(Component):
         else:
             self.on_wire += 1
             self._wire_add(self.busy_until + self.delay, p)
-        if self.queue.len_pkts > 0:
+        self.resume_due = self.queue.len_pkts == 0
+        if self.resume_due:
+            self.resume_seq = self.sim.seqno
+            self.sim.seqno += 1
+        else:
             self.tx_pending = True
             self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 

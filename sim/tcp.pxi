@@ -174,9 +174,12 @@ cdef class TcpSender(Agent):
         self.dst_agent = dst_agent
 
     # ---- application interface ----
-    cdef int start_transfer(self, int64_t nbytes, int64_t now, int64_t req=-1) except -1:
+    cdef int start_transfer(self, int64_t nbytes, int64_t now, int64_t req=-1,
+                            int64_t avail=-1) except -1:
         """Open a connection and send ``nbytes`` (< 0: unlimited). Queued if one is open.
-        ``req`` >= 0: request mode, the peer opens and sends ``req`` bytes first."""
+        ``req`` >= 0: request mode, the peer opens and sends ``req`` bytes first. ``avail`` >= 0:
+        only segments below it may be sent yet (the application hands the rest over later with
+        :meth:`app_limit`)."""
         if self.state != TCP_IDLE:
             self.pending.append((nbytes, req))
             return 0
@@ -200,7 +203,7 @@ cdef class TcpSender(Agent):
         else:
             self.n_seg = max(1, (nbytes + self.mss - 1) // self.mss)
             self.last_payload = nbytes - (self.n_seg - 1) * self.mss if nbytes > 0 else 0
-        self.avail = self.n_seg
+        self.avail = self.n_seg if avail < 0 or avail > self.n_seg else avail
         self.snd_una = 0
         self.snd_nxt = 0
         self.snd_max = 0
@@ -427,14 +430,19 @@ cdef class TcpSender(Agent):
             self._timer_set(now + self._rto_value())
 
     cdef int _send_one_new(self, int64_t now) except -1:
-        """Limited transmit (RFC 3042, ns-2 singledup_): one new segment on the first and second
-        duplicate ACK, within the receiver window but regardless of cwnd."""
-        if (self.state == TCP_ESTABLISHED and self.snd_nxt == self.snd_max
+        """Limited transmit (RFC 3042; ns-2 singledup_, tcp.cc send_one()): on the first and
+        second duplicate ACK, the segment at snd_nxt if the receiver window allows it and it
+        leaves at most cwnd + dupacks segments outstanding (RFC 3042: one segment beyond cwnd per
+        duplicate ACK, so none while a Reno partial ACK leaves more than cwnd outstanding). As in
+        ns-2, after a timeout that segment is the next go-back-N retransmission."""
+        if (self.state == TCP_ESTABLISHED
                 and self.snd_nxt < self.avail and self.snd_nxt < self.n_seg
-                and self.snd_nxt < self.snd_una + self.rwnd):
+                and self.snd_nxt < self.snd_una + self.rwnd
+                and self.snd_nxt - self.snd_una + 1 <= self.cwnd + self.dupacks):
             self._send_seg(self.snd_nxt, now)
             self.snd_nxt += 1
-            self.snd_max = self.snd_nxt
+            if self.snd_nxt > self.snd_max:
+                self.snd_max = self.snd_nxt
 
     cdef int retransmit(self, int64_t seg, int64_t now) except -1:
         self._send_seg(seg, now)

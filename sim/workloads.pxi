@@ -150,9 +150,10 @@ cdef class PoissonApp(App):
 
     cdef int handle(self, int32_t kind, Packet* p, int64_t arg, int64_t now) except -1:
         if kind == APP_EV_START and self.tcp is not None:
+            # the connection opens with nothing to send: each packet is handed over at its
+            # Poisson time (ns-2's Application/Traffic/Exponential calling sendmsg), none at start
             self.requests += 1
-            self.tcp.start_transfer(-1, now)
-            self.tcp.app_limit(0, now)
+            self.tcp.start_transfer(-1, now, -1, 0)
         elif kind == APP_EV_PACKET:
             if self.tcp is not None:
                 self.supplied += 1

@@ -30,7 +30,10 @@ def test_vegas_keeps_a_small_queue_where_reno_fills_the_buffer():
     assert vegas["loss_rate"] == 0 and vegas["mean_queue_pkts"] < 12
     assert vegas["link_utilization"] > 0.95
     assert reno["loss_rate"] > 0 and reno["mean_queue_pkts"] > 50
-    assert rate["mean_queue_pkts"] < reno["mean_queue_pkts"]
+    # Rate's delay-variation decrease loses less than Reno (0.587 vs 0.593 %); its mean queue is
+    # not smaller (137.8 vs 133.1 packets here, and larger at 4 and 8 flows or 120 s in every
+    # engine tie order measured), so only the loss is asserted
+    assert rate["loss_rate"] < reno["loss_rate"]
     for s in (reno, rate):
         assert s["link_utilization"] > 0.95
 
