@@ -53,8 +53,6 @@ def ns2(clients, seed, **args):
 def ours(variant, clients, seed):
     spec = tomllib.loads(REPLAY.read_text())
     _, proto, gateway = VARIANTS[variant]
-    if proto == "Vegas":
-        spec["simulation"]["mss"] = 1420
     exp = spec["experiment"]
     task = burstiness._task(spec, {"variant": variant, "clients": clients}, [(proto, clients)],
                             copy.deepcopy(exp["gateways"][gateway]), duration=200.0, seed=seed)

@@ -110,7 +110,8 @@ def model_params(spec):
     return RenoCovParams(client_delay_s=topo["access"]["delay"],
                          bottleneck_delay_s=topo["bottleneck"]["delay"],
                          bottleneck_bps=topo["bottleneck"]["rate"],
-                         buffer_packets=exp["gateways"]["fifo"]["limit"],
+                         # Table 1's B: the waiting packets plus the one in transmission
+                         buffer_packets=exp["gateways"]["fifo"]["limit"] + 1,
                          packet_bytes=spec["simulation"]["mss"] + spec["simulation"]["tcp_header"],
                          rate_pps=exp["client_rate"], max_window=spec["tcp"]["rwnd"],
                          duration_s=exp["duration"], warmup_s=exp["warmup"])

@@ -7,15 +7,29 @@
 #   (bytes leaving the gateway), loss_pct (gateway drops / arrivals), arrivals, drops.
 # background=N makes the first N clients Reno (Figs. 5-12: clients added to a Reno background)
 # and adds added_loss_pct and added_throughput_mbps, those of the other clients.
+# sched_dir: client i hands a packet to its agent at each time (s) of sched_dir/client<i>.txt
+# instead of drawing Poisson times (traceflow's own draws, for a packet-for-packet comparison);
+# qtrace: ns-2's trace of the gateway -> server queue (+ - d lines) into that file.
+# step (s): client i's link delay is i * step longer (no two clients' packets meet at the same
+# instant; ns-2 orders such ties by its double-precision clock's rounding).
+# The paper ran ns (FT:79) in 2000; where ns-2.35's defaults changed since (ns-default.tcl dates
+# them) this script takes the paper's: windowInit_ 1, syn_ and delay_growth_ false (2001/5),
+# singledup_ 0 (no limited transmit: 2001/11/28). queue-limit 50 is Table 1's 50-packet buffer
+# as ns counts it: 49 waiting plus the one in transmission (DropTail drops when length + 1 >=
+# limit), our droptail limit 49; RED's limit counts waiting packets (ours: 50).
+# Every data packet is 1500 bytes on the wire: Agent/TCP adds 40 header bytes to packetSize_
+# (but to segment 0, syn_ being false: our tcp.ns2_bare_first), Vegas's own output() adds none,
+# so Vegas agents get packetSize_ pkt + 40.
 array set P {
   clients 10 transport Reno delack 0 queue DropTail duration 200 warmup 10 bin 0.1
   client_rate 10Mb client_delay 25ms bneck_rate 50Mb bneck_delay 25ms limit 50
-  pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth true gap 0.01 start_spread 1.0
-  red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true red_bytes false
-  vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1 background 0
+  pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth false singledup 0 gap 0.01
+  start_spread 1.0 red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true
+  red_bytes false vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1 background 0 sched_dir {}
+  qtrace {} step 0
 }
-# ns-2 defaults of the paper's time where they differ from 2.35's: iw 1, syn false
 source [file join [file dirname [info script]] common.tcl]
+Agent/TCP set singledup_ $P(singledup)
 red_defaults
 Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
 Agent/TCP/Vegas set v_beta_ $P(vegas_beta)
@@ -32,7 +46,8 @@ set sinkclass [expr {$P(delack) ? "Agent/TCPSink/DelAck" : "Agent/TCPSink"}]
 
 for {set i 0} {$i < $P(clients)} {incr i} {
   set c($i) [$ns node]
-  $ns duplex-link $c($i) $gw $P(client_rate) $P(client_delay) DropTail
+  # step (s): client i's link is i * step longer (breaks exact ties)
+  $ns duplex-link $c($i) $gw $P(client_rate) [expr {[delay_parse $P(client_delay)] + $i * $P(step)}] DropTail
   $ns queue-limit $c($i) $gw 1000
   $ns queue-limit $gw $c($i) 1000
   set proto [expr {$i < $P(background) ? "Reno" : $P(transport)}]
@@ -41,16 +56,23 @@ for {set i 0} {$i < $P(clients)} {incr i} {
     set dst($i) [new Agent/Null]
   } else {
     set src($i) [new $agent($proto)]
+    if {$proto eq "Vegas"} { $src($i) set packetSize_ [expr {$P(pkt) + 40}] }
     set dst($i) [new $sinkclass]
   }
   $src($i) set fid_ $i
   $ns attach-agent $c($i) $src($i)
   $ns attach-agent $srv $dst($i)
   $ns connect $src($i) $dst($i)
+  if {$P(sched_dir) ne ""} {
+    set f [open [file join $P(sched_dir) client$i.txt]]
+    foreach t [split [string trim [read $f]] "\n"] { $ns at $t "$src($i) advanceby 1" }
+    close $f
+    continue
+  }
   # Poisson single packets: exponential on/off with empty bursts sends one packet per burst, and
   # at a near-infinite rate the gap is the exponential idle time alone
   set app($i) [new Application/Traffic/Exponential]
-  # UDP sends the message as one packet; TCP adds 40 header bytes (Reno) or none (Vegas)
+  # UDP sends the message as one packet; a TCP agent makes one segment of it
   $app($i) set packetSize_ [expr {$proto eq "UDP" ? $P(pkt) + 40 : $P(pkt)}]
   $app($i) set burst_time_ 0
   $app($i) set idle_time_ $P(gap)
@@ -61,6 +83,10 @@ for {set i 0} {$i < $P(clients)} {incr i} {
 }
 
 set qmon [$ns monitor-queue $gw $srv ""]
+if {$P(qtrace) ne ""} {
+  set qtf [open $P(qtrace) w]
+  $ns trace-queue $gw $srv $qtf
+}
 if {$P(background) > 0} {
   set fmon [$ns makeflowmon Fid]
   $ns attach-fmon [$ns link $gw $srv] $fmon
@@ -84,7 +110,8 @@ proc sample {} {
 $ns at $P(warmup) "sample"
 
 proc finish {} {
-  global qmon P nbins sum sumsq
+  global qmon P nbins sum sumsq qtf
+  if {[info exists qtf]} { close $qtf }
   set mean [expr {$sum / $nbins}]
   set var [expr {$sumsq / $nbins - $mean * $mean}]
   set arr [$qmon set parrivals_]
