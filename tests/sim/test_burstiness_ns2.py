@@ -3,10 +3,12 @@ as the referee).
 
 replays/burst_fig2_4.toml (M clients hand single packets to UDP / TCP Reno / Reno with delayed
 ACKs / Vegas at Poisson times; Table 1 network) against tests/sim/ns2/feng_star.tcl, 200 s as in
-Table 1, seeds 1 and 2. ns-2's Vegas packets carry no header bytes (VegasTcpAgent::output), so our
-Vegas runs use a 1420-byte payload (1460 bytes on the wire, ns-2's packetSize_).
+Table 1, seeds 1 and 2. Both sides send 1500-byte packets (the oracle gives its Vegas agents
+packetSize_ pkt + 40: VegasTcpAgent::output adds no header) with the paper's ns of 2000 (no
+limited transmit, ns-2 RTO ticks, 49 waiting packets + 1 in transmission).
 
-Measured (seed 1; c.o.v. ns-2 / ours): Reno 0.119 / 0.116 (41 clients), 0.130 / 0.123 (80);
+Measured before that set-up (Vegas at 1460 bytes on both sides, ns-2.35's defaults; the
+tolerances below hold after it too: 8 passed), seed 1, c.o.v. ns-2 / ours: Reno 0.119 / 0.116 (41 clients), 0.130 / 0.123 (80);
 Vegas 0.011-0.043 / 0.003-0.030 for 45-100 clients (bimodal near capacity in both); UDP within 3 %.
 RED (seeds 1, 2, ns-2 / ours): Reno/RED c.o.v. 0.160 / 0.160, loss 1.44 / 1.42 % at 45 clients,
 0.133 / 0.137 and 4.93 / 4.98 % at 100; Vegas/RED 0.089 / 0.090 and 1.87 / 1.85 % at 45. Before
