@@ -12,7 +12,7 @@ produce lower packet loss" (feng...txt:135) fails in both simulators: mean over 
 seeds 1-5, Vegas 1.49 vs Reno 1.40 % in ns-2, 1.53 vs 1.41 % in ours (claim 7). Until the oracle
 sent 1500-byte Vegas packets (tcp-vegas.cc's output() adds no header, so packetSize_ 1460 put
 1460 bytes on the wire beside Reno's 1500) ns-2 had Vegas at 1.38 %.
-""""""
+"""
 import copy
 import shutil
 import subprocess
