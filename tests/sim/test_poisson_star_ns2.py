@@ -7,9 +7,9 @@ clients' Poisson draws give (``sched_dir``), so both simulators see the same off
 the gateway's departures (time, client, segment) are compared one by one.
 
 Client i's link is i us longer in both (ns-2's ``step``, our per-group ``extra_delay``): ns-2
-orders packets meeting at one instant by how its double-precision clock rounds sums of delays,
-which an integer clock cannot follow, so the comparison avoids exact ties (their order is
-refereed statistically, by the slow Feng comparisons).
+ordered some packets meeting at one instant against its FIFO rule, likely from how its
+double-precision clock rounds sums of delays, which an integer clock cannot follow, so the
+comparison avoids exact ties (their order is refereed statistically, by the Feng comparisons).
 
 What this pins, each found by this comparison:
 - a Poisson client's connection opens with nothing to send: each packet leaves at its Poisson
