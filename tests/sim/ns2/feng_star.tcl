@@ -11,7 +11,7 @@
 # instead of drawing Poisson times (traceflow's own draws, for a packet-for-packet comparison);
 # qtrace: ns-2's trace of the gateway -> server queue (+ - d lines) into that file.
 # step (s): client i's link delay is i * step longer (no two clients' packets meet at the same
-# instant; ns-2 orders such ties by its double-precision clock's rounding).
+# instant; ns-2 orders some such ties against FIFO, likely by its double-precision rounding).
 # The paper ran ns (FT:79) in 2000; where ns-2.35's defaults changed since (ns-default.tcl dates
 # them) this script takes the paper's: windowInit_ 1, syn_ and delay_growth_ false (2001/5),
 # singledup_ 0 (no limited transmit: 2001/11/28). queue-limit 50 is Table 1's 50-packet buffer
