@@ -35,6 +35,7 @@ import pytest
 
 from traceflow import sim
 from traceflow.experiments import burstiness
+from traceflow.sim.runner import _RNG_APP, _stream
 
 TCL = Path(__file__).with_name("ns2") / "feng_star.tcl"
 REPLAY = Path(__file__).resolve().parents[2] / "replays" / "burst_bg20.toml"
@@ -63,15 +64,15 @@ def _xoshiro_uniforms(state):
 
 def poisson_times(seed, group, count, rate, until, spread=1.0):
     """The packet times (ns) of a group's Poisson clients as sim/runner.py draws them: a start
-    uniform in [0, spread) s (stream (2, group)), then exponential gaps truncated to whole ns
-    (stream (2, group, i))."""
-    starts = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, group))).random(count)
+    uniform in [0, spread) s (stream (_RNG_APP, group)), then exponential gaps truncated to whole
+    ns (the application's stream (_RNG_APP, group, i))."""
+    starts = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_RNG_APP, group)))
+    starts = starts.random(count)
     gap = int(round(1e9 / rate))
     out = []
     for i in range(count):
-        state = np.random.SeedSequence(seed, spawn_key=(2, group, i)).generate_state(4, np.uint64)
         t, times = int(round(starts[i] * spread * 1e9)), []
-        for u in _xoshiro_uniforms(state):
+        for u in _xoshiro_uniforms(_stream(seed, _RNG_APP, group, i)):
             t += int(-math.log(u) * gap)
             if t >= until * 1e9:
                 break
