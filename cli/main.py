@@ -20,6 +20,7 @@ from traceflow import __version__
 from traceflow.cli import guard
 from traceflow.errors import (WRITE_ERRNOS, TraceflowError, TraceflowWarning, exhaustion,
                               memory_limit, out_of_memory)
+from traceflow.scale.memory import one_arena, reserve_blas_buffer
 
 COMMANDS = {
     "info": "Summarize captures like capinfos: format, link types, packets, bytes, span.",
@@ -100,11 +101,16 @@ def _fail(message, code):
 def _prepare_for_memory_limit():
     """Under an address-space limit (``ulimit -v``), make running out fail, and fail loudly.
 
-    OpenBLAS threads whose buffers cannot be mapped spin forever (seen with scipy's OpenBLAS
-    0.3.31): BLAS runs on one thread there. Polars turns a binary it cannot load into a warning
-    and a NameError later: the warning becomes the error."""
+    OpenBLAS retries a buffer it cannot map forever, at full CPU (seen with scipy's OpenBLAS
+    0.3.31 in its threads, when it is loaded, and in scikit-learn's k-means in ``fit``): BLAS
+    and OpenMP run on one thread there, and BLAS maps its buffer at the start
+    (:func:`traceflow.scale.memory.reserve_blas_buffer`) or the command fails there. Polars
+    turns a binary it cannot load into a warning and a NameError later: the warning becomes
+    the error."""
     if memory_limit() is not None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        reserve_blas_buffer()
         warnings.filterwarnings("error", message="Polars binary is missing", category=UserWarning)
 
 
@@ -118,8 +124,9 @@ def main(argv=None):
         code = guard.supervise()
         if code is not None:  # the guard, after the command ran in its child
             sys.exit(code)
-    _prepare_for_memory_limit()
+    one_arena()
     try:
+        _prepare_for_memory_limit()
         rv = cli.main(args=argv, prog_name="traceflow", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except click.exceptions.Exit as exc:

@@ -121,6 +121,28 @@ def test_rst_scan_and_syn_flood():
     assert set(fl["close"]) == {"EOF"} and fl["rtt_syn"].null_count() == 500
 
 
+def test_thousands_open_at_once_and_expired_in_one_sweep():
+    """More open connections than the splitter's first tables hold (1024 pairs, 256 finished
+    rows): its kernel, which runs without the GIL, stops to make room mid-batch, also for a
+    sweep that finishes every connection at once; any batch size gives the known flows."""
+    n = 3000
+    conns = [connection(i * 1000, cport=10000 + i, client=f"10.1.{i // 250}.{i % 250 + 1}",
+                        close=i % 2 == 0) for i in range(n)]
+    rows = sorted((r for c in conns for r in c), key=lambda r: r["ts"])
+    late = [pkt(60_000 * MS + i, f"10.2.{i // 250}.{i % 250 + 1}", 20000 + i, S, 80, SYN, 7 * i)
+            for i in range(n)]
+    packets = table(rows + late)
+    whole = flows(packets, idle_timeout=30.0, batch_size=packets.num_rows + 1)
+    assert whole.height == 2 * n
+    first = whole.filter(pl.col("client_port") < 20000).sort("client_port")
+    assert first["packets"].to_list() == [len(c) for c in conns]
+    assert first["close"].to_list() == ["FIN" if i % 2 == 0 else "IDLE" for i in range(n)]
+    assert set(first["handshake"]) == {"complete"} and set(first["app_bytes_s2c"]) == {3000}
+    assert set(whole.filter(pl.col("client_port") >= 20000)["close"]) == {"EOF"}
+    for batch in (97, 1000):
+        assert flows(packets, idle_timeout=30.0, batch_size=batch).equals(whole)
+
+
 def test_syn_flood_on_one_tuple_with_changing_isn():
     rows = [pkt(i * MS, C, 5555, S, 80, SYN, 1000 + 7919 * i) for i in range(50)]
     f = flows(table(rows))

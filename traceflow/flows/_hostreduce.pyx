@@ -115,16 +115,17 @@ def reduce(const int64_t[::1] conn, const int64_t[::1] ts, const double[::1] ts_
     in connections whose sender sent a segment ending at or below the highest byte it had sent."""
     cdef Py_ssize_t n = conn.shape[0], s = 0, e, i, j, k, c = 0, nc = 0, npt = 0, ngap = 0
     cdef Py_ssize_t longest = 0, n_data_rows = 0, n_syn = 0
-    while s < n:                      # count the connections, data segments and SYNs
-        e = s + 1
-        while e < n and conn[e] == conn[s]:
-            e += 1
-        nc += 1
-        longest = max(longest, e - s)
-        s = e
-    for i in range(n):
-        n_data_rows += sender[i] and payload[i] > 0
-        n_syn += (flags[i] & SYN) != 0
+    with nogil:
+        while s < n:                  # count the connections, data segments and SYNs
+            e = s + 1
+            while e < n and conn[e] == conn[s]:
+                e += 1
+            nc += 1
+            longest = max(longest, e - s)
+            s = e
+        for i in range(n):
+            n_data_rows += sender[i] != 0 and payload[i] > 0
+            n_syn += (flags[i] & SYN) != 0
     out = {name: np.full(nc, NAN) for name in (
         "t_syn", "t_synack", "t_ack", "request", "response", "close", "t_ack1")}
     out.update({name: np.full(nc, -1, np.int64) for name in (

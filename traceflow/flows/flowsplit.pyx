@@ -34,6 +34,10 @@ LOOKAHEAD = 1 << 16
 CLOCK_AHEAD = 2
 #: no expiry sweep before this packet (:meth:`StreamClock.sweeps`)
 NO_SWEEP = INT64_MIN
+# how FlowSplitter._feed's loop stopped: at the end, before a packet whose pair's next packet
+# may be in the next batch, or to make room
+cdef enum:
+    _DONE, _EARLY, _ROOM
 
 # Per-pair state of the pair's open connection (columns of ``_p``).
 PAIR_FIELDS = ("used", "port_a", "port_b", "proto", "ip_version", "pair_ts", "conn", "start",
@@ -145,7 +149,7 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
     return ids_arr, fwd_arr
 
 
-cdef void _cover_add(cmap[int64_t, int64_t]& m, int64_t s, int64_t e):
+cdef void _cover_add(cmap[int64_t, int64_t]& m, int64_t s, int64_t e) noexcept nogil:
     """Add the byte range [s, e) to the disjoint ranges ``m`` (start → end), merging."""
     cdef cmap[int64_t, int64_t].iterator it = m.upper_bound(s), prev
     if it != m.begin():
@@ -163,7 +167,7 @@ cdef void _cover_add(cmap[int64_t, int64_t]& m, int64_t s, int64_t e):
     m[s] = e
 
 
-cdef int64_t _cover_sum(cmap[int64_t, int64_t]& m):
+cdef int64_t _cover_sum(cmap[int64_t, int64_t]& m) noexcept nogil:
     cdef int64_t total = 0
     for item in m:
         total += item.second - item.first
@@ -218,17 +222,20 @@ cdef class FlowSplitter:
         self.pkey, self.p, self.d = pk, pp, pd
         self.n_pairs_cap = capacity
         self.cover.resize(2 * capacity)
-        self._rehash()
-
-    cdef _rehash(self):
-        """Rebuild the hash table over the used pairs (after growth or expiry)."""
-        cdef uint64_t cap = 1024, j
-        cdef int64_t q
-        while cap < 2 * <uint64_t>self.n_pairs_cap:
+        cdef uint64_t cap = 1024
+        while cap < 2 * <uint64_t>capacity:
             cap <<= 1
         self._table_arr = np.full(cap, -1, dtype=np.int64)
         self.table = self._table_arr
         self.mask = cap - 1
+        self._reindex()
+
+    cdef void _reindex(self) noexcept nogil:
+        """Rebuild the hash table over the used pairs (after growth or expiry)."""
+        cdef uint64_t j
+        cdef int64_t q
+        for j in range(self.mask + 1):
+            self.table[j] = -1
         for q in range(self.n_pairs_cap):
             if self.p[q, P_USED]:
                 j = _pair_hash(self.pkey[q, 0], self.pkey[q, 1], self.pkey[q, 2], self.pkey[q, 3],
@@ -243,9 +250,22 @@ cdef class FlowSplitter:
         self.rows = self._rows_arr
         self.n_rows = 0
 
+    cdef _room(self, int64_t rows):
+        """Room for ``rows`` finished rows in all and for one more pair (the kernel's loop runs
+        without the GIL, so it allocates nothing: it stops where it needs more)."""
+        cdef int64_t cap = self.rows.shape[0]
+        if rows > cap:
+            grown = np.zeros((max(rows, 2 * cap), NROW), dtype=np.int64)
+            grown[:self.n_rows] = self._rows_arr[:self.n_rows]
+            self._rows_arr = grown
+            self.rows = grown
+        if self.free_pair < 0:
+            self._grow_pairs(2 * self.n_pairs_cap)
+
     cdef int64_t _lookup(self, uint64_t a_hi, uint64_t a_lo, uint64_t b_hi, uint64_t b_lo,
-                         uint16_t pa, uint16_t pb, uint8_t proto) except -2:
-        """The pair's index, or a new pair (fresh state) if it has none."""
+                         uint16_t pa, uint16_t pb, uint8_t proto) noexcept nogil:
+        """The pair's index, or a new pair (fresh state) if it has none (a free pair exists:
+        :meth:`_room`)."""
         cdef uint64_t j = _pair_hash(a_hi, a_lo, b_hi, b_lo, pa, pb, proto) & self.mask
         cdef int64_t q
         while True:
@@ -257,9 +277,6 @@ cdef class FlowSplitter:
                     and self.p[q, P_PB] == pb and self.p[q, P_PROTO] == proto):
                 return q
             j = (j + 1) & self.mask
-        if self.free_pair < 0:
-            self._grow_pairs(2 * self.n_pairs_cap)
-            return self._lookup(a_hi, a_lo, b_hi, b_lo, pa, pb, proto)
         q = self.free_pair
         self.free_pair = self.p[q, P_CONN]
         self.table[j] = q
@@ -270,21 +287,18 @@ cdef class FlowSplitter:
         self.n_open += 1
         return q
 
-    cdef _emit(self, int64_t q, bint at_end):
-        """Append pair ``q``'s current connection to the finished rows."""
-        cdef int64_t r = self.n_rows, k, c = 0, dd
-        if r == self.rows.shape[0]:
-            grown = np.zeros((2 * r, NROW), dtype=np.int64)
-            grown[:r] = self._rows_arr
-            self._rows_arr = grown
-            self.rows = grown
+    cdef void _emit(self, int64_t q, bint at_end) noexcept nogil:
+        """Append pair ``q``'s current connection to the finished rows (there is room:
+        :meth:`_room`)."""
+        cdef int64_t r = self.n_rows, k, c = 0, dd, z
         for k in range(4):
             self.rows[r, c] = <int64_t>self.pkey[q, k]
             c += 1
         for k in range(NP):
             self.rows[r, c] = self.p[q, k]
             c += 1
-        for dd in (1, 0):
+        for z in range(2):
+            dd = 1 - z          # direction a first
             for k in range(ND):
                 self.rows[r, c] = self.d[2 * q + dd, k]
                 c += 1
@@ -293,8 +307,8 @@ cdef class FlowSplitter:
         self.rows[r, c] = at_end
         self.n_rows += 1
 
-    cdef _start(self, int64_t q, int64_t t, uint8_t fwd, uint8_t ipver, uint8_t why,
-                uint8_t has_ports):
+    cdef void _start(self, int64_t q, int64_t t, uint8_t fwd, uint8_t ipver, uint8_t why,
+                     uint8_t has_ports) noexcept nogil:
         """A new connection on pair ``q``, first packet at ``t`` sent in direction ``fwd``."""
         cdef int64_t k, dd
         for k in range(P_PAIR_TS, NP):
@@ -314,9 +328,10 @@ cdef class FlowSplitter:
     def expire(self, int64_t clock):
         """Finish the connections of pairs silent for more than the idle timeout at ``clock``
         (ns): a sweep due after the last packet fed (:meth:`StreamClock.sweeps`)."""
+        self._room(self.n_rows + self.n_open)
         self._expire(clock)
 
-    cdef _expire(self, int64_t clock):
+    cdef void _expire(self, int64_t clock) noexcept nogil:
         """Finish the connections of pairs silent for more than the idle timeout at ``clock``."""
         cdef int64_t q, n = 0
         for q in range(self.n_pairs_cap):
@@ -325,9 +340,9 @@ cdef class FlowSplitter:
                 self._free(q)
                 n += 1
         if n:
-            self._rehash()
+            self._reindex()
 
-    cdef _free(self, int64_t q):
+    cdef void _free(self, int64_t q) noexcept nogil:
         self.p[q, P_USED] = 0
         self.p[q, P_CONN] = self.free_pair
         self.free_pair = q
@@ -362,11 +377,12 @@ cdef class FlowSplitter:
     def close(self):
         """End of the input: finish every open connection (``at_end`` = 1)."""
         cdef int64_t q
+        self._room(self.n_rows + self.n_open)
         for q in range(self.n_pairs_cap):
             if self.p[q, P_USED]:
                 self._emit(q, True)
                 self._free(q)
-        self._rehash()
+        self._reindex()
 
     def feed(self, cols, bint final, int64_t horizon):
         """Consume packets ``cols`` (a dict of NumPy arrays, capture order): ``ts`` (int64 ns),
@@ -434,139 +450,157 @@ cdef class FlowSplitter:
               const uint8_t[:] fwd, const int64_t[:] nxt, const int64_t[:] sweep,
               const int64_t[:] pos, int64_t horizon, int64_t[:] conn,
               int64_t[:] slot, uint8_t[:] fresh, int64_t[:] rel, uint8_t[:] retrans, bint final):
-        cdef Py_ssize_t n = ts.shape[0], i, j
+        cdef Py_ssize_t n = ts.shape[0], i, j, first = 0, stop = 0
         cdef int64_t q, k, r, start, end, occupied, t
         cdef uint8_t dd, why
         cdef uint16_t f
         cdef bint split, syn_only, synack, is_client
         cdef int64_t lookahead = LOOKAHEAD
-        for i in range(n):
-            t = ts[i]
-            if sweep[i] != INT64_MIN:
-                self._expire(sweep[i])
-            dd = fwd[i] & 1
-            if dd:
-                q = self._lookup(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i], dport[i],
-                                 proto[i])
-            else:
-                q = self._lookup(dst_hi[i], dst_lo[i], src_hi[i], src_lo[i], dport[i], sport[i],
-                                 proto[i])
-            f = flags[i]
-            split = False
-            if self.p[q, P_CONN] < 0:
-                split = True
-                why = 0
-            elif t - self.p[q, P_PAIR_TS] > self.idle_ns:
-                j = nxt[i]
-                if j < 0 and not final and horizon - pos[i] <= lookahead:
-                    return i           # the pair's next packet may come in the next batch
-                if j >= 0 and pos[j] - pos[i] > lookahead:
-                    j = -1
-                # A lone timestamp far ahead of both neighbours is a clock glitch, not an idle
-                # period: keep the packet, and measure the next gap from before it.
-                if not (j >= 0 and ts[j] < t - self.idle_ns):
-                    split = True
-                    why = 1
-            elif (is_tcp[i] and (f & (SYN | ACK)) == SYN and self.d[2 * q + dd, D_SEEN]
-                  and seq[i] != self.d[2 * q + dd, D_BASE]):
-                split = True
-                why = 2
-            if split:
-                if self.p[q, P_CONN] >= 0:
-                    self._emit(q, False)
-                self._start(q, t, dd, ipver[i], why, has_ports[i])
-            if split or t - self.p[q, P_PAIR_TS] <= self.idle_ns:
-                self.p[q, P_PAIR_TS] = t
-            self.p[q, P_END] = t
-            conn[i] = self.p[q, P_CONN]
-            slot[i] = q
-            fresh[i] = split
+        cdef int status
+        # The loop runs without the GIL and allocates nothing: before each packet it checks
+        # that there is a free pair and room for the rows the packet can finish (an expiry
+        # sweep's, and its own), else it stops there and the room is made with the GIL.
+        while True:
+            status = _DONE
+            with nogil:
+                for i in range(first, n):
+                    if self.free_pair < 0 or self.n_rows + 1 + (
+                            self.n_open if sweep[i] != INT64_MIN else 0) > self.rows.shape[0]:
+                        status, stop = _ROOM, i
+                        break
+                    t = ts[i]
+                    if sweep[i] != INT64_MIN:
+                        self._expire(sweep[i])
+                    dd = fwd[i] & 1
+                    if dd:
+                        q = self._lookup(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i],
+                                         dport[i], proto[i])
+                    else:
+                        q = self._lookup(dst_hi[i], dst_lo[i], src_hi[i], src_lo[i], dport[i],
+                                         sport[i], proto[i])
+                    f = flags[i]
+                    split = False
+                    if self.p[q, P_CONN] < 0:
+                        split = True
+                        why = 0
+                    elif t - self.p[q, P_PAIR_TS] > self.idle_ns:
+                        j = nxt[i]
+                        if j < 0 and not final and horizon - pos[i] <= lookahead:
+                            # the pair's next packet may come in the next batch
+                            status, stop = _EARLY, i
+                            break
+                        if j >= 0 and pos[j] - pos[i] > lookahead:
+                            j = -1
+                        # A lone timestamp far ahead of both neighbours is a clock glitch, not an
+                        # idle period: keep the packet, and measure the next gap from before it.
+                        if not (j >= 0 and ts[j] < t - self.idle_ns):
+                            split = True
+                            why = 1
+                    elif (is_tcp[i] and (f & (SYN | ACK)) == SYN and self.d[2 * q + dd, D_SEEN]
+                          and seq[i] != self.d[2 * q + dd, D_BASE]):
+                        split = True
+                        why = 2
+                    if split:
+                        if self.p[q, P_CONN] >= 0:
+                            self._emit(q, False)
+                        self._start(q, t, dd, ipver[i], why, has_ports[i])
+                    if split or t - self.p[q, P_PAIR_TS] <= self.idle_ns:
+                        self.p[q, P_PAIR_TS] = t
+                    self.p[q, P_END] = t
+                    conn[i] = self.p[q, P_CONN]
+                    slot[i] = q
+                    fresh[i] = split
 
-            # counters of direction dd
-            k = 2 * q + dd
-            self.d[k, D_PACKETS] += 1
-            self.d[k, D_BYTES] += ip_len[i]
-            self.d[k, D_PAYLOAD] += payload[i]
-            self.d[k, D_FRAME] += wirelen[i]
-            if (f & (SYN | ACK)) == SYN:
-                self.d[k, D_SYN] += 1
-            elif (f & (SYN | ACK)) == (SYN | ACK):
-                self.d[k, D_SYNACK] += 1
-            if f & FIN:
-                self.d[k, D_FIN] = 1
-            if f & RST:
-                self.d[k, D_RST] = 1
-            if not is_tcp[i]:
-                continue
-            self.d[k, D_TCP] = 1
+                    # counters of direction dd
+                    k = 2 * q + dd
+                    self.d[k, D_PACKETS] += 1
+                    self.d[k, D_BYTES] += ip_len[i]
+                    self.d[k, D_PAYLOAD] += payload[i]
+                    self.d[k, D_FRAME] += wirelen[i]
+                    if (f & (SYN | ACK)) == SYN:
+                        self.d[k, D_SYN] += 1
+                    elif (f & (SYN | ACK)) == (SYN | ACK):
+                        self.d[k, D_SYNACK] += 1
+                    if f & FIN:
+                        self.d[k, D_FIN] = 1
+                    if f & RST:
+                        self.d[k, D_RST] = 1
+                    if not is_tcp[i]:
+                        continue
+                    self.d[k, D_TCP] = 1
 
-            # sequence space of direction dd
-            if not self.d[k, D_SEEN]:
-                self.d[k, D_SEEN] = 1
-                self.d[k, D_BASE] = seq[i] if f & SYN else <uint32_t>(seq[i] - 1)
-                self.d[k, D_POS] = 0
-            else:
-                self.d[k, D_POS] += <int32_t>(seq[i] - <uint32_t>self.d[k, D_LAST_SEQ])
-            self.d[k, D_LAST_SEQ] = seq[i]
-            r = self.d[k, D_POS]
-            rel[i] = r
-            occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
-            if occupied > 0:
-                if self.d[k, D_OCC_SET] and r < self.d[k, D_OCC_MAX]:
-                    retrans[i] = 1
-                    self.d[k, D_RETRANS] += 1
-                if not self.d[k, D_OCC_SET] or r + occupied > self.d[k, D_OCC_MAX]:
-                    self.d[k, D_OCC_MAX] = r + occupied
-                self.d[k, D_OCC_SET] = 1
-            if payload[i] > 0:
-                start = r + (1 if f & SYN else 0)
-                end = start + payload[i]
-                if not self.d[k, D_DATA_SET]:
-                    self.d[k, D_DATA_LO] = start
-                    self.d[k, D_DATA_HI] = end
-                    self.d[k, D_DATA_SET] = 1
-                    self.d[k, D_APP] += payload[i]
-                else:
-                    if not self.d[k, D_IRREG] and (start > self.d[k, D_DATA_HI]
-                                                   or start < self.d[k, D_DATA_LO]):
-                        # out of order: from now on keep the exact union of payload ranges,
-                        # seeded with the contiguous range covered so far
-                        self.d[k, D_IRREG] = 1
-                        _cover_add(self.cover[k], self.d[k, D_DATA_LO], self.d[k, D_DATA_HI])
-                    if self.d[k, D_IRREG]:
-                        _cover_add(self.cover[k], start, end)
-                    if start < self.d[k, D_DATA_LO]:
-                        self.d[k, D_DATA_LO] = start
-                    if end > self.d[k, D_DATA_HI]:
-                        self.d[k, D_APP] += end - (start if start > self.d[k, D_DATA_HI]
-                                                   else self.d[k, D_DATA_HI])
-                        self.d[k, D_DATA_HI] = end
+                    # sequence space of direction dd
+                    if not self.d[k, D_SEEN]:
+                        self.d[k, D_SEEN] = 1
+                        self.d[k, D_BASE] = seq[i] if f & SYN else <uint32_t>(seq[i] - 1)
+                        self.d[k, D_POS] = 0
+                    else:
+                        self.d[k, D_POS] += <int32_t>(seq[i] - <uint32_t>self.d[k, D_LAST_SEQ])
+                    self.d[k, D_LAST_SEQ] = seq[i]
+                    r = self.d[k, D_POS]
+                    rel[i] = r
+                    occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
+                    if occupied > 0:
+                        if self.d[k, D_OCC_SET] and r < self.d[k, D_OCC_MAX]:
+                            retrans[i] = 1
+                            self.d[k, D_RETRANS] += 1
+                        if not self.d[k, D_OCC_SET] or r + occupied > self.d[k, D_OCC_MAX]:
+                            self.d[k, D_OCC_MAX] = r + occupied
+                        self.d[k, D_OCC_SET] = 1
+                    if payload[i] > 0:
+                        start = r + (1 if f & SYN else 0)
+                        end = start + payload[i]
+                        if not self.d[k, D_DATA_SET]:
+                            self.d[k, D_DATA_LO] = start
+                            self.d[k, D_DATA_HI] = end
+                            self.d[k, D_DATA_SET] = 1
+                            self.d[k, D_APP] += payload[i]
+                        else:
+                            if not self.d[k, D_IRREG] and (start > self.d[k, D_DATA_HI]
+                                                           or start < self.d[k, D_DATA_LO]):
+                                # out of order: from now on keep the exact union of payload ranges,
+                                # seeded with the contiguous range covered so far
+                                self.d[k, D_IRREG] = 1
+                                _cover_add(self.cover[k], self.d[k, D_DATA_LO], self.d[k, D_DATA_HI])
+                            if self.d[k, D_IRREG]:
+                                _cover_add(self.cover[k], start, end)
+                            if start < self.d[k, D_DATA_LO]:
+                                self.d[k, D_DATA_LO] = start
+                            if end > self.d[k, D_DATA_HI]:
+                                self.d[k, D_APP] += end - (start if start > self.d[k, D_DATA_HI]
+                                                           else self.d[k, D_DATA_HI])
+                                self.d[k, D_DATA_HI] = end
 
-            # handshake events
-            syn_only = (f & (SYN | ACK)) == SYN
-            synack = (f & (SYN | ACK)) == (SYN | ACK)
-            if self.p[q, P_CLIENT] < 0:
-                if syn_only:
-                    self.p[q, P_CLIENT] = dd
-                elif synack:
-                    self.p[q, P_CLIENT] = 1 - dd
-            is_client = self.p[q, P_CLIENT] == dd
-            if syn_only and is_client:
-                if self.p[q, P_T_SYN] < 0:
-                    self.p[q, P_T_SYN] = t
-            elif synack and self.p[q, P_CLIENT] >= 0 and not is_client:
-                if self.p[q, P_T_SA] < 0:
-                    self.p[q, P_T_SA] = t
-            elif (is_client and self.p[q, P_T_ACK] < 0 and (f & (SYN | ACK | RST)) == ACK
-                  and (self.p[q, P_T_SA] >= 0 or self.p[q, P_T_SYN] >= 0)):
-                self.p[q, P_T_ACK] = t
-                continue
-            if payload[i] > 0 and self.p[q, P_T_ACK] >= 0:
-                if self.p[q, P_T_D1] < 0:
-                    self.p[q, P_T_D1] = t
-                elif self.p[q, P_T_D2] < 0:
-                    self.p[q, P_T_D2] = t
-        return n
+                    # handshake events
+                    syn_only = (f & (SYN | ACK)) == SYN
+                    synack = (f & (SYN | ACK)) == (SYN | ACK)
+                    if self.p[q, P_CLIENT] < 0:
+                        if syn_only:
+                            self.p[q, P_CLIENT] = dd
+                        elif synack:
+                            self.p[q, P_CLIENT] = 1 - dd
+                    is_client = self.p[q, P_CLIENT] == dd
+                    if syn_only and is_client:
+                        if self.p[q, P_T_SYN] < 0:
+                            self.p[q, P_T_SYN] = t
+                    elif synack and self.p[q, P_CLIENT] >= 0 and not is_client:
+                        if self.p[q, P_T_SA] < 0:
+                            self.p[q, P_T_SA] = t
+                    elif (is_client and self.p[q, P_T_ACK] < 0 and (f & (SYN | ACK | RST)) == ACK
+                          and (self.p[q, P_T_SA] >= 0 or self.p[q, P_T_SYN] >= 0)):
+                        self.p[q, P_T_ACK] = t
+                        continue
+                    if payload[i] > 0 and self.p[q, P_T_ACK] >= 0:
+                        if self.p[q, P_T_D1] < 0:
+                            self.p[q, P_T_D1] = t
+                        elif self.p[q, P_T_D2] < 0:
+                            self.p[q, P_T_D2] = t
+            if status == _DONE:
+                return n
+            if status == _EARLY:
+                return stop
+            self._room(self.n_rows + 1 + self.n_open)
+            first = stop
 
 
 cdef class StreamClock:

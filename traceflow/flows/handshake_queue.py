@@ -61,6 +61,18 @@ class SynAckGaps:
 
     def feed(self, packets):
         """Consume a packets DataFrame (``ts``, ``src``, ``ip_len``, ``tcp_flags``)."""
+        self.keep(self.measure(packets))
+
+    def keep(self, rows):
+        """Keep the rows :meth:`measure` made (None: nothing)."""
+        if rows is not None:
+            self.spool.append("synack_gaps", rows)
+
+    def measure(self, packets):
+        """The rows of the SYN/ACKs among ``packets`` (None without any server frame), not yet
+        kept: :meth:`feed` in two halves, so that the measurement can run on the thread that
+        makes the batches (:class:`traceflow.scale.prefetch.Prefetch`) and the spool be written
+        by one thread."""
         synack = (pl.col("tcp_flags") & (SYN | ACK)) == (SYN | ACK)
         d = packets.select(t=pl.col("ts").cast(pl.Int64), src="src", ip_len="ip_len",
                            synack=synack.fill_null(False))
@@ -70,10 +82,10 @@ class SynAckGaps:
         if self.last is not None:
             down = pl.concat([self.last, down])
         if down.height == 0:
-            return
+            return None
         down = down.sort("t", maintain_order=True)
         self.last = down.tail(1).with_columns(synack=pl.lit(False))
-        self.spool.append("synack_gaps", down.with_columns(
+        return (down.with_columns(
             gap=pl.col("t").diff(),
             size=pl.max_horizontal("ip_len", pl.col("ip_len").shift(1)).cast(pl.Float64))
             .filter(pl.col("synack")).select("t", "gap", "size").cast(self.SCHEMA))

@@ -64,7 +64,7 @@ cdef class RttSampler:
     """
     cdef readonly int64_t max_ns
     cdef readonly bint timestamps
-    cdef int64_t n_slots, n_nodes, free_node
+    cdef int64_t n_slots, n_nodes, free_node, n_used   # n_used: nodes in the lists
     # per connection direction, slot k = 2 * conn + direction
     cdef object _slot_arrays
     cdef int64_t[:] last_rel
@@ -80,7 +80,7 @@ cdef class RttSampler:
     def __init__(self, int64_t max_ns, bint timestamps=True):
         self.max_ns = max_ns
         self.timestamps = timestamps
-        self.n_slots = self.n_nodes = 0
+        self.n_slots = self.n_nodes = self.n_used = 0
         self.free_node = -1
         self._grow_slots(2048)
         self._grow_nodes(4096)
@@ -114,12 +114,11 @@ cdef class RttSampler:
         self.node_key, self.node_t = new["key"], new["t"]
         self.node_pkt, self.node_next = new["pkt"], new["next"]
 
-    cdef inline int _push(self, int64_t l, int64_t key, int64_t t, int64_t pkt) except -1:
-        cdef int64_t node
-        if self.free_node < 0:
-            self._grow_nodes(2 * self.n_nodes)
-        node = self.free_node
+    cdef inline void _push(self, int64_t l, int64_t key, int64_t t, int64_t pkt) noexcept nogil:
+        # a free node exists: :meth:`_feed` grows the pool before its loop
+        cdef int64_t node = self.free_node
         self.free_node = self.node_next[node]
+        self.n_used += 1
         self.node_key[node] = key
         self.node_t[node] = t
         self.node_pkt[node] = pkt
@@ -129,17 +128,17 @@ cdef class RttSampler:
         else:
             self.head[l] = node
         self.tail[l] = node
-        return 0
 
-    cdef inline void _pop(self, int64_t l) noexcept:
+    cdef inline void _pop(self, int64_t l) noexcept nogil:
         cdef int64_t node = self.head[l]
         self.head[l] = self.node_next[node]
         if self.head[l] < 0:
             self.tail[l] = -1
         self.node_next[node] = self.free_node
         self.free_node = node
+        self.n_used -= 1
 
-    cdef void _reset(self, int64_t s) noexcept:
+    cdef void _reset(self, int64_t s) noexcept nogil:
         """Forget the state of slot ``s``'s two directions (a new connection took it)."""
         cdef int64_t k, l
         for k in range(2 * s, 2 * s + 2):
@@ -198,73 +197,83 @@ cdef class RttSampler:
         cdef uint16_t f
         cdef uint32_t x
         cdef bint use_ts
-        for i in range(n):
-            c = slot[i]
-            if fresh[i]:
-                self._reset(c)
-            if not is_tcp[i]:
-                continue
-            d = fwd[i] & 1
-            k = 2 * c + d          # this packet's direction
-            o = 2 * c + 1 - d      # the direction it answers
-            if k >= self.n_slots or o >= self.n_slots:
-                need = self.n_slots
-                while need <= 2 * c + 1:
-                    need *= 2
+        cdef uint8_t by_ts = TIMESTAMP, by_seq = SEQUENCE
+        # room for the batch before the loop, which then runs without the GIL: every packet
+        # pushes at most one node, and its slot's two directions must exist
+        if n:
+            need = self.n_slots
+            while need <= 2 * int(np.max(slot)) + 1:
+                need *= 2
+            if need > self.n_slots:
                 self._grow_slots(need)
-            f = flags[i]
-            t = ts[i]
-            use_ts = self.timestamps and has_ts[i]
+            need = self.n_used + n
+            if need > self.n_nodes:
+                self._grow_nodes(max(need, 2 * self.n_nodes))
+        with nogil:
+            for i in range(n):
+                c = slot[i]
+                if fresh[i]:
+                    self._reset(c)
+                if not is_tcp[i]:
+                    continue
+                d = fwd[i] & 1
+                k = 2 * c + d          # this packet's direction
+                o = 2 * c + 1 - d      # the direction it answers
+                f = flags[i]
+                t = ts[i]
+                use_ts = self.timestamps and has_ts[i]
 
-            # 1. does this packet close a sample opened in the other direction?
-            opened = -1
-            if f & ACK:
+                # 1. does this packet close a sample opened in the other direction?
+                opened = -1
+                if f & ACK:
+                    if use_ts:
+                        x = tsecr[i]
+                        while self.head[2 * o] >= 0 and _before(
+                                <uint32_t>self.node_key[self.head[2 * o]], x):
+                            self._pop(2 * o)                   # never echoed
+                        if (self.head[2 * o] >= 0
+                                and <uint32_t>self.node_key[self.head[2 * o]] == x):
+                            opened = self.node_t[self.head[2 * o]]
+                            opener = self.node_pkt[self.head[2 * o]]
+                            self._pop(2 * o)                   # first echo only
+                        kind = by_ts
+                    elif self.state[o] & SEEN:
+                        a = self.last_rel[o] + <int32_t>(ack[i] - self.last_raw[o])
+                        while (self.head[2 * o + 1] >= 0
+                               and self.node_key[self.head[2 * o + 1]] <= a):
+                            opened = self.node_t[self.head[2 * o + 1]]  # the newest covered wins
+                            opener = self.node_pkt[self.head[2 * o + 1]]
+                            self._pop(2 * o + 1)
+                        kind = by_seq
+                if opened >= 0:
+                    rtt = t - opened
+                    if 0 <= rtt <= self.max_ns:
+                        o_packet[m] = frame[i]
+                        o_opener[m] = opener
+                        o_ts[m] = t
+                        o_conn[m] = conn[i]
+                        o_side[m] = d
+                        o_rtt[m] = rtt
+                        o_kind[m] = kind
+                        m += 1
+
+                # 2. what does it ask the other side to answer?
                 if use_ts:
-                    x = tsecr[i]
-                    while self.head[2 * o] >= 0 and _before(
-                            <uint32_t>self.node_key[self.head[2 * o]], x):
-                        self._pop(2 * o)                   # never echoed
-                    if self.head[2 * o] >= 0 and <uint32_t>self.node_key[self.head[2 * o]] == x:
-                        opened = self.node_t[self.head[2 * o]]
-                        opener = self.node_pkt[self.head[2 * o]]
-                        self._pop(2 * o)                   # first echo only
-                    kind = TIMESTAMP
-                elif self.state[o] & SEEN:
-                    a = self.last_rel[o] + <int32_t>(ack[i] - self.last_raw[o])
-                    while self.head[2 * o + 1] >= 0 and self.node_key[self.head[2 * o + 1]] <= a:
-                        opened = self.node_t[self.head[2 * o + 1]]  # the newest covered wins
-                        opener = self.node_pkt[self.head[2 * o + 1]]
-                        self._pop(2 * o + 1)
-                    kind = SEQUENCE
-            if opened >= 0:
-                rtt = t - opened
-                if 0 <= rtt <= self.max_ns:
-                    o_packet[m] = frame[i]
-                    o_opener[m] = opener
-                    o_ts[m] = t
-                    o_conn[m] = conn[i]
-                    o_side[m] = d
-                    o_rtt[m] = rtt
-                    o_kind[m] = kind
-                    m += 1
-
-            # 2. what does it ask the other side to answer?
-            if use_ts:
-                x = tsval[i]
-                if not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x):
-                    self._push(2 * k, x, t, frame[i])
-                    self.last_tsval[k] = x
-                    self.state[k] |= HAS_TSVAL
-            else:
-                occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
-                if retrans[i]:
-                    while self.head[2 * k + 1] >= 0:     # Karn's rule
-                        self._pop(2 * k + 1)
-                elif occupied > 0:
-                    self._push(2 * k + 1, rel[i] + occupied, t, frame[i])
-            self.last_raw[k] = seq[i]
-            self.last_rel[k] = rel[i]
-            self.state[k] |= SEEN
+                    x = tsval[i]
+                    if not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x):
+                        self._push(2 * k, x, t, frame[i])
+                        self.last_tsval[k] = x
+                        self.state[k] |= HAS_TSVAL
+                else:
+                    occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
+                    if retrans[i]:
+                        while self.head[2 * k + 1] >= 0:     # Karn's rule
+                            self._pop(2 * k + 1)
+                    elif occupied > 0:
+                        self._push(2 * k + 1, rel[i] + occupied, t, frame[i])
+                self.last_raw[k] = seq[i]
+                self.last_rel[k] = rel[i]
+                self.state[k] |= SEEN
         return {name: values[:m] for name, values in out.items()}
 
 

@@ -54,7 +54,9 @@ one O(n) pass; a connection is finished when a new one replaces it on its pair o
 clock passes its last packet by more than ``idle_timeout``. Polars turns finished connections
 into flow rows, and :class:`FlowStream` hands them out in start order as soon as no open
 connection can start earlier, so memory is O(open connections + one batch) whatever the
-capture's length; ``traceflow flows -o`` writes them chunk by chunk (:func:`write_flows`).
+capture's length; ``traceflow flows -o`` writes them chunk by chunk (:func:`write_flows`). The
+next batch is decoded and prepared on another thread while the kernels, which release the GIL,
+split the current one (:meth:`FlowStream.prepare`, :class:`traceflow.scale.prefetch.Prefetch`).
 
 Extra columns beyond the contract: ``ip_version``, ``frame_bytes`` (captured frames' wire lengths,
 link header included, as Wireshark's ``frame.len``), ``synack_count``, the path RTT columns.
@@ -195,13 +197,16 @@ def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=Fa
         raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
     if batch_size < 1:
         raise InputFormatError(f"batch size must be positive, got {batch_size!r}")
+    from traceflow.scale.prefetch import Prefetch
+
     stream = FlowStream(idle_timeout=idle_timeout, timestamps=timestamps,
                         want_samples=want_samples, part=part, reorder=reorder)
-    for batch in packet_batches(packets, batch_size):
-        stream.feed(batch)
-        chunk = stream.release()
-        if chunk.height:
-            yield chunk, stream
+    with Prefetch(stream.prepare(batch) for batch in packet_batches(packets, batch_size)) as ready:
+        for prepared in ready:
+            stream.consume(prepared)
+            chunk = stream.release()
+            if chunk.height:
+                yield chunk, stream
     stream.finish()
     yield stream.release(), stream
 
@@ -261,6 +266,13 @@ class FlowStream:
 
     def feed(self, batch):
         """Consume the next packets (pyarrow RecordBatch/Table or Polars DataFrame)."""
+        self.consume(self.prepare(batch))
+
+    def prepare(self, batch):
+        """The next packets (pyarrow RecordBatch/Table or Polars DataFrame) as :meth:`consume`
+        takes them. The two halves of :meth:`feed`: ``prepare`` may run on another thread
+        (:class:`traceflow.scale.prefetch.Prefetch`), one batch ahead, as long as the batches
+        are prepared and consumed in the same order."""
         df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
         missing = [c for c in _PACKET_COLUMNS if c not in df.columns]
         if missing:
@@ -270,7 +282,11 @@ class FlowStream:
         df = _prepare(df, first)
         if self.reorder is not None:
             df = self.reorder.push(df)
-        self._consume(df)
+        return df
+
+    def consume(self, prepared):
+        """Consume packets made by :meth:`prepare`."""
+        self._consume(prepared)
 
     def _consume(self, df, final=False):
         # the clocks (expiry sweeps, look-ahead, trace end, re-ordering) are every IP packet's,

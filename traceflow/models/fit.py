@@ -311,8 +311,9 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     from traceflow.models.checks import require_replayable
     from traceflow.models.fitstream import PacketPass
     from traceflow.models.sessions import fit_sessions
-    from traceflow.scale.memory import trim_heap
+    from traceflow.scale.memory import reserve_blas_buffer, trim_heap
 
+    reserve_blas_buffer()       # the RTT classes' k-means would hang, not fail, without room
     log = log or (lambda message: None)
     inputs = _sources(inputs)
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]

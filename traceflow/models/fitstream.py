@@ -14,9 +14,11 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
   (:func:`traceflow.flows.hosts.reduce_packets`, a Cython kernel) and, from the packets of its
   data sender, the data-direction bytes per 10 ms (:class:`Bins`).
 
-The reductions run in :data:`REDUCE_THREADS` worker threads while the main thread decodes and
-splits the next packets (Polars releases the GIL); their results are applied in the main thread
-in the order the connections were handed out
+Each batch is read, decoded and prepared (:meth:`PacketPass._made`) one batch ahead on a thread
+of its own (:class:`~traceflow.scale.prefetch.Prefetch`), and the reductions run in
+:data:`REDUCE_THREADS` worker threads, while the main thread splits the packets (the decoder,
+Polars and the splitter's kernels release the GIL); the reductions' results are applied in
+the main thread in the order the connections were handed out
 (:meth:`traceflow.flows.hosts.HostFacts.merge`). Until the bins' origin is fixed the main thread
 waits for them before each :meth:`PacketPass._fix_bins`, so it decides on the same packets as
 one thread.
@@ -151,22 +153,22 @@ class PacketPass:
         """Stream one input (a path of a capture or packets Parquet, or a packets frame / Arrow
         table); returns its flow table (:func:`traceflow.flows.flows`; only ``columns`` if
         given) when keeping flows."""
-        from traceflow.flows.table import BATCH_ROWS, FlowStream, packet_batches, _resorted
-        from traceflow.selection import select_rows
+        from traceflow.flows.table import FlowStream, _resorted
+        from traceflow.scale.prefetch import Prefetch
 
         self.columns = columns
         self.stream = FlowStream(idle_timeout=self.idle_timeout)
         self.stream.on_packets = self._consumed
-        self.rows, self.raw, self.pending, self.done = 0, [], [], []
+        self.raw, self.pending, self.done = [], [], []
         self.queued = deque()
+        made = self._made(source, filter, proto, batch_size)
         with ThreadPoolExecutor(REDUCE_THREADS, thread_name_prefix="fit-reduce") as self.pool:
             try:
-                for batch in packet_batches(source, batch_size or BATCH_ROWS, columns=None):
-                    df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
-                    df = select_rows(df, filter, proto)
-                    self._batch(df)
-                    self.stream.feed(df)
-                    self._released(self.stream.release())
+                with Prefetch(made, name="fit-batches") as batches:
+                    for facts, prepared in batches:
+                        self._take(facts)
+                        self.stream.consume(prepared)
+                        self._released(self.stream.release())
                 self.stream.finish()
                 self._released(self.stream.release())
                 self._reduce()
@@ -184,27 +186,56 @@ class PacketPass:
                                    if c in table.columns)
         return table if self.stream.in_order else _resorted(table)
 
-    def _batch(self, df):
-        """The per-batch accumulators, and the host columns the splitter does not carry."""
+    def _made(self, source, filter, proto, batch_size):
+        """The batches of ``source`` as the pass takes them: ``(facts, prepared)``, the
+        per-batch measurements (:meth:`_measure`) and the flow stream's packets
+        (:meth:`FlowStream.prepare <traceflow.flows.table.FlowStream.prepare>`). A generator run
+        one batch ahead on a thread of its own (:class:`~traceflow.scale.prefetch.Prefetch`):
+        it touches only the state nothing else reads during the pass (the SYN/ACK gaps'
+        servers, the stream's row count)."""
+        from traceflow.flows.table import BATCH_ROWS, packet_batches
+        from traceflow.selection import select_rows
+
+        rows = 0
+        for batch in packet_batches(source, batch_size or BATCH_ROWS, columns=None):
+            df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
+            df = select_rows(df, filter, proto)
+            yield self._measure(df, rows), self.stream.prepare(df)
+            rows += df.height
+
+    def _measure(self, df, rows):
+        """What the pass keeps of a batch besides its flows (None for no packets): the span
+        counters, the SYN/ACK gaps' rows, the non-TCP packets' sizes for the bins and the host
+        columns the splitter does not carry, numbered as FlowStream numbers its rows (``frame``,
+        from ``rows`` + 1)."""
         if df.height == 0:
-            return
+            return None
         ts = df["ts"].cast(pl.Int64)
-        lo, hi = ts.min(), ts.max()
-        self.start = lo if self.start is None else min(self.start, lo)
-        self.end = hi if self.end is None else max(self.end, hi)
-        self.packets += df.height
-        self.bytes += int(df["ip_len"].cast(pl.Int64).fill_null(0).sum())
-        if self.synacks is not None:
-            self.synacks.feed(df)
         other = df.filter(pl.col("proto") != 6)
-        self._data(other["ts"].cast(pl.Int64).to_numpy(),
-                   other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy())
-        # numbered as FlowStream numbers its rows (frame), kept until the splitter consumes them
         tcp = ((pl.col("proto") == 6) & pl.col("tcp_flags").is_not_null()
                & pl.col("ip_version").is_not_null())
-        self.raw.append(df.with_row_index("frame", offset=self.rows + 1).filter(tcp)
-                        .select(pl.col("frame").cast(pl.Int64), *_HOST_EXTRA))
-        self.rows += df.height
+        return {
+            "lo": ts.min(), "hi": ts.max(), "packets": df.height,
+            "bytes": int(df["ip_len"].cast(pl.Int64).fill_null(0).sum()),
+            "synacks": None if self.synacks is None else self.synacks.measure(df),
+            "other": (other["ts"].cast(pl.Int64).to_numpy(),
+                      other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
+            "host": df.with_row_index("frame", offset=rows + 1).filter(tcp)
+                    .select(pl.col("frame").cast(pl.Int64), *_HOST_EXTRA),
+        }
+
+    def _take(self, facts):
+        """Apply a batch's :meth:`_measure` (kept until the splitter consumes its packets)."""
+        if facts is None:
+            return
+        self.start = facts["lo"] if self.start is None else min(self.start, facts["lo"])
+        self.end = facts["hi"] if self.end is None else max(self.end, facts["hi"])
+        self.packets += facts["packets"]
+        self.bytes += facts["bytes"]
+        if self.synacks is not None:
+            self.synacks.keep(facts["synacks"])
+        self._data(*facts["other"])
+        self.raw.append(facts["host"])
 
     def _consumed(self, done, out):
         """FlowStream hook: the TCP packets it consumed, with their connection ids."""

@@ -5,18 +5,73 @@ decoder, numpy and the reduction threads freed elsewhere (other arenas, holes be
 stays in the process and adds to the next stage's peak. ``malloc_trim(0)`` releases the free
 pages of every arena (as Dask's workers do). On a 16x capture, ``traceflow fit`` held 80 MB
 less after its pass.
+
+glibc also gives each thread that allocates an arena of its own. When one thread makes the
+batches a pass consumes on another (:mod:`traceflow.scale.prefetch`), each arena keeps pages
+the other thread freed; the command-line processes therefore keep to one arena
+(:func:`one_arena`): ``traceflow fit`` on a 16x capture peaked at 462 MB instead of 475-500 MB.
 """
 import ctypes
 import ctypes.util
 
+#: glibc's mallopt parameter number of the arena limit
+_M_ARENA_MAX = -8
+
 try:
-    _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    _trim, _mallopt = _libc.malloc_trim, _libc.mallopt
     _trim.argtypes, _trim.restype = [ctypes.c_size_t], ctypes.c_int
+    _mallopt.argtypes, _mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
 except (OSError, AttributeError):   # not glibc
-    _trim = None
+    _trim = _mallopt = None
 
 
 def trim_heap():
     """Release the C heap's free pages to the system (glibc; elsewhere nothing)."""
     if _trim is not None:
         _trim(0)
+
+
+def one_arena():
+    """Make the threads started from now on allocate from glibc's main arena (glibc; elsewhere
+    nothing)."""
+    if _mallopt is not None:
+        _mallopt(_M_ARENA_MAX, 1)
+
+
+#: address space (bytes) that loading BLAS takes, measured with one BLAS thread: numpy and
+#: scipy.linalg each map an OpenBLAS (+80 and +94 MiB), whose working buffer then takes 32 MiB
+_BLAS_ROOM = {"numpy": 90 << 20, "scipy.linalg": 100 << 20, "buffer": 48 << 20}
+_blas_ready = False
+
+
+def reserve_blas_buffer():
+    """Under an address-space limit (``ulimit -v``), load BLAS and have it map its working
+    buffer now, or fail with MemoryError if there is no room for them.
+
+    OpenBLAS retries a buffer it cannot map forever, at full CPU: loading scipy hung so at a
+    350 MiB limit, and scikit-learn's k-means (the RTT classes of ``fit``) at 800 MiB. The
+    buffer is mapped once and kept, so mapping it first, while there is room, spares the later
+    calls; without room even then, the command fails at once instead of hanging."""
+    global _blas_ready
+    import sys
+
+    from traceflow.errors import memory_limit
+
+    limit = memory_limit()
+    if limit is None or _blas_ready:
+        return
+    try:
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+    except (OSError, StopIteration):
+        return
+    need = _BLAS_ROOM["buffer"] + sum(size for name, size in _BLAS_ROOM.items()
+                                      if name != "buffer" and name not in sys.modules)
+    if limit - used < need:
+        raise MemoryError("no room to load BLAS")
+    import numpy as np
+    from scipy.linalg import blas
+
+    blas.dgemm(1.0, np.ones((2, 2)), np.ones((2, 2)))
+    _blas_ready = True
