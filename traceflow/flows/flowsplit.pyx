@@ -149,6 +149,27 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
     return ids_arr, fwd_arr
 
 
+def in_partition(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[:] dst_hi,
+                 const uint64_t[:] dst_lo, const uint16_t[:] sport, const uint16_t[:] dport,
+                 const uint8_t[:] proto, int64_t k, int64_t n):
+    """Whether each packet's unordered endpoint pair is in hash partition ``k`` of ``n`` (bool
+    array; both directions of a pair land in the same partition)."""
+    cdef Py_ssize_t m = src_hi.shape[0], i
+    out_arr = np.empty(m, dtype=np.bool_)
+    cdef uint8_t[:] out = out_arr.view(np.uint8)
+    cdef uint64_t h
+    with nogil:
+        for i in range(m):
+            if _src_first(src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i]):
+                h = _pair_hash(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i], dport[i],
+                               proto[i])
+            else:
+                h = _pair_hash(dst_hi[i], dst_lo[i], src_hi[i], src_lo[i], dport[i], sport[i],
+                               proto[i])
+            out[i] = <int64_t>(h % <uint64_t>n) == k
+    return out_arr
+
+
 cdef void _cover_add(cmap[int64_t, int64_t]& m, int64_t s, int64_t e) noexcept nogil:
     """Add the byte range [s, e) to the disjoint ranges ``m`` (start → end), merging."""
     cdef cmap[int64_t, int64_t].iterator it = m.upper_bound(s), prev

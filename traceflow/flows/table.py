@@ -323,11 +323,12 @@ class FlowStream:
         is at the next one); sweeps after the last go on to the next batch (``late_sweep``)."""
         import numpy as np
 
-        from traceflow.flows.flowsplit import NO_SWEEP
+        from traceflow.flows.flowsplit import NO_SWEEP, in_partition
 
         if self.part[1] == 1:
             return df
-        own = df.select(_in_partition(self.part)).to_series().to_numpy()
+        own = in_partition(*(df[c].to_numpy() for c in (*_ADDR, "sport", "dport", "proto")),
+                           *self.part)
         rows = np.flatnonzero(own)
         sweeps = df["sweep"].to_numpy()
         at = np.flatnonzero(sweeps != NO_SWEEP)
@@ -437,15 +438,6 @@ _KERNEL_COLUMNS = ["ts", *_ADDR, "sport", "dport", "has_ports", "proto", "ip_ver
                    "flags", "seq", "payload", "ip_len", "wirelen", "sweep", "pos"]
 _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "has_ts", "tsval",
                     "tsecr"]
-
-
-def _in_partition(part):
-    """Whether a packet's endpoint pair is in hash partition ``part`` = (k, n) (expression)."""
-    k, n = part
-    # symmetric in the two endpoints, so both directions land in the same partition
-    ends = [pl.struct(f"{side}_hi", f"{side}_lo", port).hash(7)
-            for side, port in (("src", "sport"), ("dst", "dport"))]
-    return (ends[0] ^ ends[1] ^ pl.col("proto").cast(pl.UInt64)) % n == k
 
 
 def _prepare(df, first_frame):

@@ -57,8 +57,9 @@ _NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
 _HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
 #: buffered in 32 bits (packet lengths and connection ids fit; the reductions widen them)
 _NARROW = ["payload_len", "ip_len", "conn"]
-#: threads reducing groups of finished connections (2 measured +20-30 MB of peak RSS at 1x and
-#: 4x and no wall-time gain that stood out of the noise on a shared 2-core machine)
+#: threads reducing groups of finished connections: one, which also merges the end-host facts
+#: in order (2 measured +20-30 MB of peak RSS at 1x and 4x and no wall-time gain that stood out
+#: of the noise on a shared 2-core machine)
 REDUCE_THREADS = 1
 #: groups handed to the reduction threads and not yet applied; the main thread waits beyond
 #: this (each holds the packets of its connections)
@@ -310,23 +311,26 @@ class PacketPass:
                 self.queued.append(self.pool.submit(self._reduce_group, group))
 
     def _reduce_group(self, conns):
-        """The reductions of whole connections (in a reduction thread: reads ``self`` only):
-        the end-host parts and exchanges and the data sender's packets
-        (:func:`traceflow.flows.hosts.reduce_packets`), for :meth:`_apply_one`."""
+        """The reductions of whole connections, in the reduction thread: the end-host parts,
+        merged into the end-host facts there (one thread takes the groups in the order they
+        were queued, the order :meth:`HostFacts.merge <traceflow.flows.hosts.HostFacts.merge>`
+        needs; the main thread reads them only after the pass), and the exchanges and the data
+        sender's packets (:func:`traceflow.flows.hosts.reduce_packets`), for
+        :meth:`_apply_one`."""
         from traceflow.flows.hosts import reduce_packets
 
         reduced, ts, size = reduce_packets(conns, self.origin)
-        if not self.keep_flows:
-            return reduced, None
         ex = reduced.pop("exchanges")
-        return reduced, (int(ex.sum()), ex.len(), ts, size.astype(np.float64))
+        if self.hosts is not None:
+            self.hosts.merge(reduced)
+        if not self.keep_flows:
+            return None
+        return int(ex.sum()), ex.len(), ts, size.astype(np.float64)
 
     def _apply_one(self):
         """Wait for the oldest queued reduction and apply its results (byte counts are whole
         numbers, so the sums do not depend on the order packets are added in)."""
-        reduced, flows = self.queued.popleft().result()
-        if self.hosts is not None:
-            self.hosts.merge(reduced)
+        flows = self.queued.popleft().result()
         if flows is None:
             return
         ex_sum, ex_n, ts, size = flows

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 
 import polars as pl
@@ -41,21 +42,26 @@ class Spool:
         self.path = None        # the temporary directory, once made
         self._made = 0          # files made in it
         self._cleanup = None
+        self._lock = threading.Lock()
 
     def append(self, name, frame):
-        """Add ``frame`` (a DataFrame) at the end of the list ``name``."""
-        self.schema.setdefault(name, frame.schema)
-        if self.path is not None:
-            self._write(name, frame)
-            return
-        self.held.setdefault(name, []).append(frame)
-        self.nbytes += frame.estimated_size()
-        if self.nbytes > self.budget:
-            self._spill()
+        """Add ``frame`` (a DataFrame) at the end of the list ``name`` (threads may append at
+        once, each to lists of its own)."""
+        with self._lock:
+            self.schema.setdefault(name, frame.schema)
+            if self.path is not None:
+                self._write(name, frame)
+                return
+            self.held.setdefault(name, []).append(frame)
+            self.nbytes += frame.estimated_size()
+            if self.nbytes > self.budget:
+                self._spill()
 
     def count(self, name):
         """How many frames were appended to ``name``."""
-        return len(self.held.get(name, ())) + (len(self.files[name][2]) if name in self.files else 0)
+        with self._lock:
+            return len(self.held.get(name, ())) + (len(self.files[name][2]) if name in self.files
+                                                   else 0)
 
     def frames(self, name):
         """The frames of ``name`` in the order they were appended (an iterator)."""
