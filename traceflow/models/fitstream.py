@@ -15,13 +15,13 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
   data sender, the data-direction bytes per 10 ms (:class:`Bins`).
 
 Each batch is read, decoded and prepared (:meth:`PacketPass._made`) one batch ahead on a thread
-of its own (:class:`~traceflow.scale.prefetch.Prefetch`), and the reductions run in
-:data:`REDUCE_THREADS` worker threads, while the main thread splits the packets (the decoder,
-Polars and the splitter's kernels release the GIL); the reductions' results are applied in
-the main thread in the order the connections were handed out
-(:meth:`traceflow.flows.hosts.HostFacts.merge`). Until the bins' origin is fixed the main thread
-waits for them before each :meth:`PacketPass._fix_bins`, so it decides on the same packets as
-one thread.
+of its own (:class:`~traceflow.scale.prefetch.Prefetch`), and the reductions run in one
+reduction thread, while the main thread splits the packets (the decoder, Polars and the
+splitter's kernels release the GIL). The reduction thread merges the end-host facts in the
+order the connections were handed out (:meth:`traceflow.flows.hosts.HostFacts.merge`); the
+exchanges and bins are applied in the main thread in that order too. Until the bins' origin
+is fixed the main thread waits for them before each :meth:`PacketPass._fix_bins`, so it
+decides on the same packets as one thread.
 
 Memory is O(packets of open connections + one batch): the few values kept per connection (flow
 rows, end-host facts, SYN/ACK gaps) go to a :class:`~traceflow.scale.spool.Spool`, on disk once

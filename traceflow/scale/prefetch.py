@@ -19,7 +19,7 @@ class Prefetch:
     producer after the item it is making and waits for it. An exception raised by the producer
     is raised to the consumer, in order, after the items made before it."""
 
-    def __init__(self, items, depth=2, name="prefetch"):
+    def __init__(self, items, depth=1, name="prefetch"):
         self._items = items
         self._queue = queue.Queue(depth)
         self._stop = threading.Event()
