@@ -126,10 +126,20 @@ cdef class Simulator:
         free(self.transfers)
 
     # ---- scheduling ----
-    cdef inline int schedule(self, int64_t t, Component c, int32_t kind, Packet* p,
-                             int64_t arg) except -1:
+    cdef inline uint64_t take_seq(self) noexcept:
+        """The next number of the main sequence (an event's place among those at its instant),
+        for an event scheduled later with it (:meth:`push`, :meth:`schedule_numbered`)."""
         cdef uint64_t seq = self.seqno
         self.seqno += 1
+        return seq
+
+    cdef inline int schedule(self, int64_t t, Component c, int32_t kind, Packet* p,
+                             int64_t arg) except -1:
+        return self._insert(t, KEY_MAIN, self.take_seq(), c, kind, p, arg)
+
+    cdef inline int schedule_numbered(self, int64_t t, uint64_t seq, Component c, int32_t kind,
+                                      Packet* p, int64_t arg) except -1:
+        """Schedule an event whose sequence number was taken earlier (:meth:`take_seq`)."""
         return self._insert(t, KEY_MAIN, seq, c, kind, p, arg)
 
     cdef int schedule_side(self, int64_t t, Component c, int32_t kind, Packet* p,

@@ -165,7 +165,7 @@ cdef class Link(Component):
         elif self.queue.len_pkts > 0:
             self.tx_pending = True
             if now == self.busy_until:
-                self.sim._insert(now, KEY_MAIN, self.resume_seq, self, LINK_TX_DONE, NULL, 0)
+                self.sim.schedule_numbered(now, self.resume_seq, self, LINK_TX_DONE, NULL, 0)
             else:
                 self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
@@ -217,18 +217,16 @@ cdef class Link(Component):
             self._wire_add(self.busy_until + self.delay, p)
         self.resume_due = self.queue.len_pkts == 0
         if self.resume_due:
-            self.resume_seq = self.sim.seqno
-            self.sim.seqno += 1
+            self.resume_seq = self.sim.take_seq()
         else:
             self.tx_pending = True
             self.sim.schedule(self.busy_until, self, LINK_TX_DONE, NULL, 0)
 
     cdef int _wire_add(self, int64_t t, Packet* p) except -1:
         """Schedule the arrival of ``p`` at ``t`` (takes a sequence number like schedule())."""
-        cdef uint64_t seq = self.sim.seqno
+        cdef uint64_t seq = self.sim.take_seq()
         cdef WireEntry* nw
         cdef Py_ssize_t i, cap
-        self.sim.seqno += 1
         if not self.wire_active:
             self.wire_active = True
             self.wire_last_t = t

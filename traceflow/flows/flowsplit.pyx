@@ -99,6 +99,15 @@ cdef inline uint64_t _pair_hash(uint64_t a_hi, uint64_t a_lo, uint64_t b_hi, uin
         (<uint64_t>pa << 24) | (<uint64_t>pb << 8) | proto)))))
 
 
+cdef inline uint64_t _packet_pair_hash(bint src_first, uint64_t s_hi, uint64_t s_lo, uint16_t sp,
+                                       uint64_t d_hi, uint64_t d_lo, uint16_t dp,
+                                       uint8_t proto) noexcept nogil:
+    # a packet's unordered endpoint pair, hashed with its "a" side (_src_first) first
+    if src_first:
+        return _pair_hash(s_hi, s_lo, d_hi, d_lo, sp, dp, proto)
+    return _pair_hash(d_hi, d_lo, s_hi, s_lo, dp, sp, proto)
+
+
 def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[:] dst_hi,
              const uint64_t[:] dst_lo, const uint16_t[:] sport, const uint16_t[:] dport,
              const uint8_t[:] proto):
@@ -110,8 +119,7 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
     exactly, so hash collisions cannot merge pairs).
     """
     cdef Py_ssize_t n = src_hi.shape[0], i, j, k
-    cdef uint64_t cap = 1024, mask, h, a_hi, a_lo, b_hi, b_lo
-    cdef uint16_t pa, pb
+    cdef uint64_t cap = 1024, mask, h
     while cap < 2 * <uint64_t>n:
         cap <<= 1
     mask = cap - 1
@@ -125,13 +133,8 @@ def pair_ids(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint64_t[
     with nogil:
         for i in range(n):
             fwd[i] = _src_first(src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i])
-            if fwd[i]:
-                a_hi, a_lo, pa, b_hi, b_lo, pb = (src_hi[i], src_lo[i], sport[i],
-                                                  dst_hi[i], dst_lo[i], dport[i])
-            else:
-                a_hi, a_lo, pa, b_hi, b_lo, pb = (dst_hi[i], dst_lo[i], dport[i],
-                                                  src_hi[i], src_lo[i], sport[i])
-            h = _pair_hash(a_hi, a_lo, b_hi, b_lo, pa, pb, proto[i])
+            h = _packet_pair_hash(fwd[i], src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i],
+                                  dport[i], proto[i])
             j = h & mask
             while True:
                 k = slots[j]
@@ -160,12 +163,9 @@ def in_partition(const uint64_t[:] src_hi, const uint64_t[:] src_lo, const uint6
     cdef uint64_t h
     with nogil:
         for i in range(m):
-            if _src_first(src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i]):
-                h = _pair_hash(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i], dport[i],
-                               proto[i])
-            else:
-                h = _pair_hash(dst_hi[i], dst_lo[i], src_hi[i], src_lo[i], dport[i], sport[i],
-                               proto[i])
+            h = _packet_pair_hash(
+                _src_first(src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i]),
+                src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i], proto[i])
             out[i] = <int64_t>(h % <uint64_t>n) == k
     return out_arr
 

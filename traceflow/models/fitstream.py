@@ -197,18 +197,17 @@ class PacketPass:
         from traceflow.flows.table import BATCH_ROWS, packet_batches
         from traceflow.selection import select_rows
 
-        rows = 0
         for batch in packet_batches(source, batch_size or BATCH_ROWS, columns=None):
             df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
             df = select_rows(df, filter, proto)
+            rows = self.stream.rows             # the rows before this batch
             yield self._measure(df, rows), self.stream.prepare(df)
-            rows += df.height
 
     def _measure(self, df, rows):
         """What the pass keeps of a batch besides its flows (None for no packets): the span
         counters, the SYN/ACK gaps' rows, the non-TCP packets' sizes for the bins and the host
         columns the splitter does not carry, numbered as FlowStream numbers its rows (``frame``,
-        from ``rows`` + 1)."""
+        from ``rows`` + 1: the stream's rows before the batch)."""
         if df.height == 0:
             return None
         ts = df["ts"].cast(pl.Int64)

@@ -46,7 +46,8 @@ def one_arena():
 
 #: address space (bytes) that loading BLAS takes, measured with one BLAS thread: numpy and
 #: scipy.linalg each map an OpenBLAS (+80 and +94 MiB), whose working buffer then takes 32 MiB
-_BLAS_ROOM = {"numpy": 90 << 20, "scipy.linalg": 100 << 20, "buffer": 48 << 20}
+_BLAS_LIBRARIES = {"numpy": 90 << 20, "scipy.linalg": 100 << 20}
+_BLAS_BUFFER = 48 << 20
 _blas_ready = False
 
 
@@ -71,8 +72,8 @@ def reserve_blas_buffer():
             used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
     except (OSError, StopIteration):
         return
-    need = _BLAS_ROOM["buffer"] + sum(size for name, size in _BLAS_ROOM.items()
-                                      if name != "buffer" and name not in sys.modules)
+    need = _BLAS_BUFFER + sum(size for name, size in _BLAS_LIBRARIES.items()
+                              if name not in sys.modules)
     if limit - used < need:
         raise MemoryError("no room to load BLAS")
     import numpy as np
