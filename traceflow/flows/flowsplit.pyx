@@ -35,9 +35,9 @@ CLOCK_AHEAD = 2
 #: no expiry sweep before this packet (:meth:`StreamClock.sweeps`)
 NO_SWEEP = INT64_MIN
 # how FlowSplitter._feed's loop stopped: at the end, before a packet whose pair's next packet
-# may be in the next batch, or to make room
+# may be in the next batch, to make room, or before a packet that needs the pairs' next packets
 cdef enum:
-    _DONE, _EARLY, _ROOM
+    _DONE, _EARLY, _ROOM, _NEXT
 
 # Per-pair state of the pair's open connection (columns of ``_p``).
 PAIR_FIELDS = ("used", "port_a", "port_b", "proto", "ip_version", "pair_ts", "conn", "start",
@@ -212,11 +212,12 @@ cdef class FlowSplitter:
     cdef readonly int64_t idle_ns, n_conns, n_open, n_rows
     cdef int64_t n_pairs_cap, free_pair
     cdef object _pk, _pp, _pd, _rows_arr, _table_arr
-    cdef uint64_t[:, :] pkey        # pair -> a_hi, a_lo, b_hi, b_lo
-    cdef int64_t[:, :] p            # pair -> PAIR_FIELDS (P_USED: 0 free, 1 used; free list in P_CONN)
-    cdef int64_t[:, :] d            # 2 * pair + direction -> DIR_FIELDS
-    cdef int64_t[:, :] rows         # finished connections, ROW_FIELDS
-    cdef int64_t[:] table           # hash slot -> pair, -1 empty
+    # C-contiguous: the kernel's many field reads need no stride multiplication
+    cdef uint64_t[:, ::1] pkey      # pair -> a_hi, a_lo, b_hi, b_lo
+    cdef int64_t[:, ::1] p          # pair -> PAIR_FIELDS (P_USED: 0 free, 1 used; free list in P_CONN)
+    cdef int64_t[:, ::1] d          # 2 * pair + direction -> DIR_FIELDS
+    cdef int64_t[:, ::1] rows       # finished connections, ROW_FIELDS
+    cdef int64_t[::1] table         # hash slot -> pair, -1 empty
     cdef uint64_t mask
     cdef vector[cmap[int64_t, int64_t]] cover   # payload ranges of irregular directions
 
@@ -436,42 +437,45 @@ cdef class FlowSplitter:
                 for c in ("src_hi", "src_lo", "dst_hi", "dst_lo")]
         ports = [np.ascontiguousarray(cols[c], dtype=np.uint16) for c in ("sport", "dport")]
         proto_arr = np.ascontiguousarray(cols["proto"], dtype=np.uint8)
-        gid_arr, fwd_arr = pair_ids(*keys, *ports, proto_arr)
         n = ts_arr.shape[0]
-        sweep_arr = np.ascontiguousarray(cols["sweep"], dtype=np.int64)
-        pos_arr = np.ascontiguousarray(cols["pos"], dtype=np.int64)
-        # next packet of the same pair within this input (for the lone-timestamp rule)
-        nxt_arr = np.full(n, -1, dtype=np.int64)
-        later_arr = np.full(int(gid_arr.max()) + 1 if n else 0, -1, dtype=np.int64)
-        _next_of_pair(gid_arr, nxt_arr, later_arr)
         out = {name: np.zeros(n, dtype=dt) for name, dt in [
             ("conn", np.int64), ("slot", np.int64), ("fresh", np.uint8), ("rel", np.int64),
-            ("retrans", np.uint8)]}
-        used = self._feed(ts_arr, *keys, *ports, proto_arr,
-                          np.ascontiguousarray(cols["has_ports"], dtype=np.uint8),
-                          np.ascontiguousarray(cols["ip_version"], dtype=np.uint8),
-                          np.ascontiguousarray(cols["is_tcp"], dtype=np.uint8),
-                          np.ascontiguousarray(cols["flags"], dtype=np.uint16),
-                          np.ascontiguousarray(cols["seq"], dtype=np.uint32),
-                          np.ascontiguousarray(cols["payload"], dtype=np.int64),
-                          np.ascontiguousarray(cols["ip_len"], dtype=np.int64),
-                          np.ascontiguousarray(cols["wirelen"], dtype=np.int64),
-                          fwd_arr, nxt_arr, sweep_arr, pos_arr, horizon,
-                          out["conn"], out["slot"], out["fresh"], out["rel"], out["retrans"],
-                          final)
-        out["fwd"] = fwd_arr
+            ("retrans", np.uint8), ("fwd", np.uint8)]}
+        rest = [np.ascontiguousarray(cols[c], dtype=t) for c, t in (
+            ("has_ports", np.uint8), ("ip_version", np.uint8), ("is_tcp", np.uint8),
+            ("flags", np.uint16), ("seq", np.uint32), ("payload", np.int64), ("ip_len", np.int64),
+            ("wirelen", np.int64))]
+        sweep_arr = np.ascontiguousarray(cols["sweep"], dtype=np.int64)
+        pos_arr = np.ascontiguousarray(cols["pos"], dtype=np.int64)
+        # the next packet of the same pair within this input, for the lone-timestamp rule: made
+        # only for an input that has an idle gap to decide (few do), when the kernel asks
+        nxt_arr = np.zeros(0, dtype=np.int64)
+        first = 0
+        while True:
+            used = self._feed(first, ts_arr, *keys, *ports, proto_arr, *rest, nxt_arr, sweep_arr,
+                              pos_arr, horizon, out["conn"], out["slot"], out["fresh"],
+                              out["rel"], out["retrans"], out["fwd"], final)
+            if used >= 0:
+                break
+            first = -used - 1
+            gid_arr, _ = pair_ids(*keys, *ports, proto_arr)
+            nxt_arr = np.full(n, -1, dtype=np.int64)
+            _next_of_pair(gid_arr, nxt_arr, np.full(int(gid_arr.max()) + 1, -1, dtype=np.int64))
         return used, {name: values[:used] for name, values in out.items()}
 
-    def _feed(self, const int64_t[:] ts, const uint64_t[:] src_hi, const uint64_t[:] src_lo,
-              const uint64_t[:] dst_hi, const uint64_t[:] dst_lo, const uint16_t[:] sport,
-              const uint16_t[:] dport, const uint8_t[:] proto, const uint8_t[:] has_ports,
-              const uint8_t[:] ipver,
-              const uint8_t[:] is_tcp, const uint16_t[:] flags, const uint32_t[:] seq,
-              const int64_t[:] payload, const int64_t[:] ip_len, const int64_t[:] wirelen,
-              const uint8_t[:] fwd, const int64_t[:] nxt, const int64_t[:] sweep,
-              const int64_t[:] pos, int64_t horizon, int64_t[:] conn,
-              int64_t[:] slot, uint8_t[:] fresh, int64_t[:] rel, uint8_t[:] retrans, bint final):
-        cdef Py_ssize_t n = ts.shape[0], i, j, first = 0, stop = 0
+    def _feed(self, Py_ssize_t first, const int64_t[::1] ts, const uint64_t[::1] src_hi,
+              const uint64_t[::1] src_lo, const uint64_t[::1] dst_hi, const uint64_t[::1] dst_lo,
+              const uint16_t[::1] sport, const uint16_t[::1] dport, const uint8_t[::1] proto,
+              const uint8_t[::1] has_ports, const uint8_t[::1] ipver, const uint8_t[::1] is_tcp,
+              const uint16_t[::1] flags, const uint32_t[::1] seq, const int64_t[::1] payload,
+              const int64_t[::1] ip_len, const int64_t[::1] wirelen, const int64_t[::1] nxt,
+              const int64_t[::1] sweep, const int64_t[::1] pos, int64_t horizon,
+              int64_t[::1] conn, int64_t[::1] slot, uint8_t[::1] fresh, int64_t[::1] rel,
+              uint8_t[::1] retrans, uint8_t[::1] fwd, bint final):
+        """The loop of :meth:`feed` from packet ``first``: the packets consumed, or -1 - i if
+        packet i needs ``nxt`` (empty: not made yet)."""
+        cdef Py_ssize_t n = ts.shape[0], i, j, stop = 0
+        cdef bint have_next = nxt.shape[0] > 0
         cdef int64_t q, k, r, start, end, occupied, t
         cdef uint8_t dd, why
         cdef uint16_t f
@@ -492,7 +496,8 @@ cdef class FlowSplitter:
                     t = ts[i]
                     if sweep[i] != INT64_MIN:
                         self._expire(sweep[i])
-                    dd = fwd[i] & 1
+                    dd = _src_first(src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i])
+                    fwd[i] = dd
                     if dd:
                         q = self._lookup(src_hi[i], src_lo[i], dst_hi[i], dst_lo[i], sport[i],
                                          dport[i], proto[i])
@@ -505,6 +510,9 @@ cdef class FlowSplitter:
                         split = True
                         why = 0
                     elif t - self.p[q, P_PAIR_TS] > self.idle_ns:
+                        if not have_next:
+                            status, stop = _NEXT, i
+                            break
                         j = nxt[i]
                         if j < 0 and not final and horizon - pos[i] <= lookahead:
                             # the pair's next packet may come in the next batch
@@ -620,6 +628,8 @@ cdef class FlowSplitter:
                 return n
             if status == _EARLY:
                 return stop
+            if status == _NEXT:
+                return -1 - stop
             self._room(self.n_rows + 1 + self.n_open)
             first = stop
 
@@ -658,7 +668,7 @@ cdef class StreamClock:
         return out_arr
 
 
-cdef void _next_of_pair(const int64_t[:] gid, int64_t[:] nxt, int64_t[:] later) noexcept:
+cdef void _next_of_pair(const int64_t[::1] gid, int64_t[::1] nxt, int64_t[::1] later) noexcept:
     cdef Py_ssize_t i
     for i in range(gid.shape[0] - 1, -1, -1):
         nxt[i] = later[gid[i]]

@@ -169,8 +169,9 @@ def reduce_packets(packets, origin_ns):
     order = np.lexsort((ts, conn))      # stable: connections contiguous, in time order
     c = _columns(packets, order)
     fwd, sender, rel_seq, rel_ack = _orient(c, packets["a_side"].cast(pl.UInt8).to_numpy()[order])
-    # in Polars: its division by a constant rounds as a multiplication by its inverse
-    ts_s = pl.DataFrame({"ts": c["ts"]}).select((pl.col("ts") - origin_ns) / 1e9)["ts"].to_numpy()
+    # as Polars computes it elsewhere: its division by a constant is a multiplication by its
+    # inverse (rounded so)
+    ts_s = (c["ts"] - origin_ns) * (1 / 1e9)
     parts = _parts(_reduce(c, ts_s, fwd.view(np.uint8), sender.view(np.uint8), rel_seq, rel_ack))
     return parts, c["ts"][sender], np.maximum(c["ip_len"][sender], 0)
 

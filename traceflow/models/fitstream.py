@@ -15,13 +15,14 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
   data sender, the data-direction bytes per 10 ms (:class:`Bins`).
 
 Each batch is read, decoded and prepared (:meth:`PacketPass._made`) one batch ahead on a thread
-of its own (:class:`~traceflow.scale.prefetch.Prefetch`), and the reductions run in one
-reduction thread, while the main thread splits the packets (the decoder, Polars and the
-splitter's kernels release the GIL). The reduction thread merges the end-host facts in the
-order the connections were handed out (:meth:`traceflow.flows.hosts.HostFacts.merge`); the
-exchanges and bins are applied in the main thread in that order too. Until the bins' origin
-is fixed the main thread waits for them before each :meth:`PacketPass._fix_bins`, so it
-decides on the same packets as one thread.
+of its own (:class:`~traceflow.scale.prefetch.Prefetch`); the main thread splits the packets into
+flows (the decoder, Polars and the splitter's kernels release the GIL); and the end-host buffer
+belongs to a third thread, the host thread, which buffers the packets the splitter consumed and
+reduces the finished connections, merging their end-host facts in the order the connections
+were handed out (:meth:`traceflow.flows.hosts.HostFacts.merge`). It takes its jobs in the order
+the main thread queued them, and the main thread applies what they return (exchanges, bins) in
+that order too. Until the bins' origin is fixed the main thread waits for every job before each
+:meth:`PacketPass._fix_bins`, so it decides on the same packets as one thread.
 
 Memory is O(packets of open connections + one batch): the few values kept per connection (flow
 rows, end-host facts, SYN/ACK gaps) go to a :class:`~traceflow.scale.spool.Spool`, on disk once
@@ -53,17 +54,16 @@ _STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
 #: as categories (4 bytes instead of a 16-byte string view), packet counts in 32 bits
 _NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
                  "server_addr": (pl.Categorical, pl.String), "packets": (pl.UInt32, pl.Int64)}
-#: what the end-host inference reads besides the flow splitter's columns
-_HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
+#: what the end-host inference reads besides the flow splitter's columns, as the signed types
+#: that hold their values and -1 for null (the kernels' form: no cast per reduction)
+_HOST_EXTRA = {"window": pl.Int32, "mss": pl.Int32, "wscale": pl.Int16, "sack_ok": pl.Int8}
+#: what the host thread reads of the packets the splitter consumed
+_BUFFERED = ["is_tcp", "ts", "flags", "seq", "ack", "payload", "ip_len", "has_ts", "frame"]
 #: buffered in 32 bits (packet lengths and connection ids fit; the reductions widen them)
 _NARROW = ["payload_len", "ip_len", "conn"]
-#: threads reducing groups of finished connections: one, which also merges the end-host facts
-#: in order (2 measured +20-30 MB of peak RSS at 1x and 4x and no wall-time gain that stood out
-#: of the noise on a shared 2-core machine)
-REDUCE_THREADS = 1
-#: groups handed to the reduction threads and not yet applied; the main thread waits beyond
-#: this (each holds the packets of its connections)
-_IN_FLIGHT = REDUCE_THREADS + 1
+#: jobs queued for the host thread and not yet applied; the main thread waits beyond this
+#: (each holds a batch of packets or the packets of the connections it reduces)
+_QUEUED = 8
 
 
 class Bins:
@@ -160,10 +160,10 @@ class PacketPass:
         self.columns = columns
         self.stream = FlowStream(idle_timeout=self.idle_timeout)
         self.stream.on_packets = self._consumed
-        self.raw, self.pending, self.done = [], [], []
+        self.raw, self.pending, self.done = [], [], []   # the host thread's (see _host)
         self.queued = deque()
         made = self._made(source, filter, proto, batch_size)
-        with ThreadPoolExecutor(REDUCE_THREADS, thread_name_prefix="fit-reduce") as self.pool:
+        with ThreadPoolExecutor(1, thread_name_prefix="fit-hosts") as self.pool:
             try:
                 with Prefetch(made, name="fit-batches") as batches:
                     for facts, prepared in batches:
@@ -172,7 +172,7 @@ class PacketPass:
                         self._released(self.stream.release())
                 self.stream.finish()
                 self._released(self.stream.release())
-                self._reduce()
+                self._host(self._reduce)
                 self._apply(wait=True)
             finally:
                 for job in self.queued:
@@ -221,11 +221,13 @@ class PacketPass:
             "other": (other["ts"].cast(pl.Int64).to_numpy(),
                       other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
             "host": df.with_row_index("frame", offset=rows + 1).filter(tcp)
-                    .select(pl.col("frame").cast(pl.Int64), *_HOST_EXTRA),
+                    .select(pl.col("frame").cast(pl.Int64),
+                            *(pl.col(c).cast(t).fill_null(-1) for c, t in _HOST_EXTRA.items())),
         }
 
     def _take(self, facts):
-        """Apply a batch's :meth:`_measure` (kept until the splitter consumes its packets)."""
+        """Apply a batch's :meth:`_measure` (its host columns wait in the host thread until the
+        splitter consumes their packets)."""
         if facts is None:
             return
         self.start = facts["lo"] if self.start is None else min(self.start, facts["lo"])
@@ -235,14 +237,52 @@ class PacketPass:
         if self.synacks is not None:
             self.synacks.keep(facts["synacks"])
         self._data(*facts["other"])
-        self.raw.append(facts["host"])
+        self._host(self._arrived, facts["host"])
 
     def _consumed(self, done, out):
-        """FlowStream hook: the TCP packets it consumed, with their connection ids."""
+        """FlowStream hook: the packets it consumed, with their connection ids (buffered by
+        the host thread, :meth:`_buffer`): only the columns it reads stay referenced."""
+        self._host(self._buffer, done.select(_BUFFERED), out)
+
+    def _released(self, chunk):
+        if self.keep_flows and (chunk.height or not self.spool.count("flows")):  # keeps the schema
+            self.spool.append("flows", chunk.drop("conn", "client_is_a") if self.columns is None
+                          else chunk.select(self.columns).with_columns(
+                              # kept for every connection: a byte each instead of a string
+                              [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
+                               if c in self.columns]
+                              + [pl.col(c).cast(narrow) for c, (narrow, _) in _NARROW_FLOWS.items()
+                                 if c in self.columns]))
+        if chunk.height == 0:
+            return
+        self._host(self._ended, chunk["conn"])
+        self._apply()
+        self._fix_bins()
+
+    # ------------------------------------------------------------------ the host thread
+    # The end-host buffer (``raw``, ``pending``, ``done``) belongs to one thread of its own,
+    # which takes its jobs in the order they were queued; the main thread only queues them and
+    # applies what they return in that order (:meth:`_apply`), and reads the buffer only when
+    # no job is left (:meth:`_fix_bins`).
+
+    def _host(self, job, *args):
+        """Queue ``job(*args)`` for the host thread (waiting, beyond :data:`_QUEUED` jobs, for
+        the oldest: each holds a batch of packets)."""
+        while len(self.queued) >= _QUEUED:
+            self._apply_one()
+        self.queued.append(self.pool.submit(job, *args))
+
+    def _arrived(self, host):
+        """A batch's host columns (:meth:`_measure`), before the splitter consumes its
+        packets."""
+        self.raw.append(host)
+
+    def _buffer(self, done, out):
+        """Buffer the TCP packets of ``done`` with their connection ids and host columns."""
         tcp = done["is_tcp"].to_numpy() == 1
         n = int(tcp.sum())
         if n == 0:
-            return
+            return None
         raw = pl.concat(self.raw) if len(self.raw) > 1 else self.raw[0]
         extra, self.raw = raw.head(n), [raw.slice(n)]
         pk = done.filter(pl.Series(tcp)).select(
@@ -256,30 +296,22 @@ class PacketPass:
         self.pending.append(pk.drop("frame").hstack(extra.drop("frame")).with_columns(
             conn=pl.Series(out["conn"][tcp]), a_side=pl.Series(out["fwd"][tcp] == 1))
             .with_columns(pl.col(_NARROW).cast(pl.UInt32)))
+        return None
 
-    def _released(self, chunk):
-        if self.keep_flows and (chunk.height or not self.spool.count("flows")):  # keeps the schema
-            self.spool.append("flows", chunk.drop("conn", "client_is_a") if self.columns is None
-                          else chunk.select(self.columns).with_columns(
-                              # kept for every connection: a byte each instead of a string
-                              [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
-                               if c in self.columns]
-                              + [pl.col(c).cast(narrow) for c, (narrow, _) in _NARROW_FLOWS.items()
-                                 if c in self.columns]))
-        if chunk.height == 0:
-            return
-        self.done.append(chunk["conn"])
+    def _ended(self, conns):
+        """Connections handed out: reduced once ``reduce_conns`` have ended."""
+        self.done.append(conns)
         if sum(c.len() for c in self.done) >= self.reduce_conns:
-            self._reduce()
-        self._apply()
-        self._fix_bins()
+            return self._reduce()
+        return None
 
     def _reduce(self):
         """Reduce the packets of the connections handed out so far, ``reduce_conns`` at a time
-        (the reductions' temporaries stay small when many end together, as at the end)."""
+        (the reductions' temporaries stay small when many end together, as at the end): the
+        results of :meth:`_reduce_group`, in order."""
         if not self.done or not self.pending:
             self.done = []
-            return
+            return None
         ended = pl.concat(self.done).sort()
         self.done = []
         # whether a connection id ended: a lookup table (hashing every buffered packet's id,
@@ -301,44 +333,38 @@ class PacketPass:
         self.pending = kept
         conns = pl.concat(taken)
         del taken
+        results = []
         for k in range(0, ended.len(), self.reduce_conns):
             group = ended.slice(k, self.reduce_conns)
             group = conns.filter(pl.col("conn").is_between(group[0], group[-1]))
             if group.height:
-                while len(self.queued) >= _IN_FLIGHT:
-                    self._apply_one()
-                self.queued.append(self.pool.submit(self._reduce_group, group))
+                results.append(self._reduce_group(group))
+        return results
 
     def _reduce_group(self, conns):
-        """The reductions of whole connections, in the reduction thread: the end-host parts,
-        merged into the end-host facts there (one thread takes the groups in the order they
-        were queued, the order :meth:`HostFacts.merge <traceflow.flows.hosts.HostFacts.merge>`
-        needs; the main thread reads them only after the pass), and the exchanges and the data
-        sender's packets (:func:`traceflow.flows.hosts.reduce_packets`), for
-        :meth:`_apply_one`."""
+        """The reductions of whole connections: the end-host parts, merged into the end-host
+        facts (in the order the connections were handed out, the order
+        :meth:`HostFacts.merge <traceflow.flows.hosts.HostFacts.merge>` needs; the main thread
+        reads them only after the pass), and the exchanges and the data sender's packets
+        (:func:`traceflow.flows.hosts.reduce_packets`), for :meth:`_apply_one`."""
         from traceflow.flows.hosts import reduce_packets
 
         reduced, ts, size = reduce_packets(conns, self.origin)
         ex = reduced.pop("exchanges")
         if self.hosts is not None:
             self.hosts.merge(reduced)
-        if not self.keep_flows:
-            return None
         return int(ex.sum()), ex.len(), ts, size.astype(np.float64)
 
     def _apply_one(self):
-        """Wait for the oldest queued reduction and apply its results (byte counts are whole
-        numbers, so the sums do not depend on the order packets are added in)."""
-        flows = self.queued.popleft().result()
-        if flows is None:
-            return
-        ex_sum, ex_n, ts, size = flows
-        self.exchanges[0] += ex_sum
-        self.exchanges[1] += ex_n
-        self._data(ts, size)
+        """Wait for the oldest host job and apply the reductions it returns (byte counts are
+        whole numbers, so the sums do not depend on the order packets are added in)."""
+        for ex_sum, ex_n, ts, size in self.queued.popleft().result() or ():
+            self.exchanges[0] += ex_sum
+            self.exchanges[1] += ex_n
+            self._data(ts, size)
 
     def _apply(self, wait=False):
-        """Apply the finished reductions in order (all of them with ``wait``)."""
+        """Apply the finished host jobs in order (all of them with ``wait``)."""
         while self.queued and (wait or self.queued[0].done()):
             self._apply_one()
 
