@@ -242,7 +242,7 @@ class PacketPass:
     def _consumed(self, done, out):
         """FlowStream hook: the packets it consumed, with their connection ids (buffered by
         the host thread, :meth:`_buffer`): only the columns it reads stay referenced."""
-        self._host(self._buffer, done.select(_BUFFERED), out)
+        self._host(self._buffer, done.select(_BUFFERED), out["conn"], out["fwd"])
 
     def _released(self, chunk):
         if self.keep_flows and (chunk.height or not self.spool.count("flows")):  # keeps the schema
@@ -277,8 +277,9 @@ class PacketPass:
         packets."""
         self.raw.append(host)
 
-    def _buffer(self, done, out):
-        """Buffer the TCP packets of ``done`` with their connection ids and host columns."""
+    def _buffer(self, done, conn, fwd):
+        """Buffer the TCP packets of ``done`` with their connection ids ``conn`` and directions
+        ``fwd`` (the splitter's) and their host columns."""
         tcp = done["is_tcp"].to_numpy() == 1
         n = int(tcp.sum())
         if n == 0:
@@ -294,7 +295,7 @@ class PacketPass:
         if self.origin is None:
             self.origin = int(pk["ts"].min())
         self.pending.append(pk.drop("frame").hstack(extra.drop("frame")).with_columns(
-            conn=pl.Series(out["conn"][tcp]), a_side=pl.Series(out["fwd"][tcp] == 1))
+            conn=pl.Series(conn[tcp]), a_side=pl.Series(fwd[tcp] == 1))
             .with_columns(pl.col(_NARROW).cast(pl.UInt32)))
         return None
 
