@@ -331,7 +331,9 @@ class PacketPass:
             if rest.height:
                 kept.append(rest)
         del piece, mine
-        self.pending = kept
+        # one frame (its chunks not copied): the packets of long connections would otherwise
+        # stay behind as a piece per batch, each filtered again at every reduction
+        self.pending = [pl.concat(kept, rechunk=False)] if kept else []
         conns = pl.concat(taken)
         del taken
         results = []
