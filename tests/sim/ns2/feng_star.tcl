@@ -6,7 +6,8 @@
 #   cov (std/mean of packets arriving at the gateway per bin after warmup), throughput_mbps
 #   (bytes leaving the gateway), loss_pct (gateway drops / arrivals), arrivals, drops.
 # background=N makes the first N clients Reno (Figs. 5-12: clients added to a Reno background)
-# and adds added_loss_pct and added_throughput_mbps, those of the other clients.
+# and adds added_loss_pct, added_throughput_mbps and added_arrivals (packets at the gateway),
+# those of the other clients.
 # sched_dir: client i hands a packet to its agent at each time (s) of sched_dir/client<i>.txt
 # instead of drawing Poisson times (traceflow's own draws, for a packet-for-packet comparison);
 # qtrace: ns-2's trace of the gateway -> server queue (+ - d lines) into that file.
@@ -158,6 +159,7 @@ proc finish {} {
     }
     puts "added_loss_pct [expr {$a > 0 ? 100.0 * $d / $a : 0}]"
     puts "added_throughput_mbps [expr {8.0 * $b / $P(duration) / 1e6}]"
+    puts "added_arrivals $a"
   }
   exit 0
 }
