@@ -4,9 +4,10 @@ added clients' loss and throughput behind the FIFO and the RED (10/40) gateway, 
 
 Measured, added loss % for 20/30/40/60 added clients (ns-2 / ours): RED Reno 1.07/1.06,
 1.68/1.68, 2.26/2.24, 3.38/3.42; RED Vegas 0.90/0.86, 2.05/2.05, 2.62/2.66, 3.54/3.69; FIFO Reno
-0.97/0.89, 1.55/1.48, 2.13/1.98, 3.21/3.08; FIFO Vegas 0.59/0.63, 1.49/1.40, 1.98/1.92, 2.39/2.41.
+0.97/0.89, 1.55/1.48, 2.13/1.98, 3.21/3.08; FIFO Vegas 0.59/0.63, 1.49/1.38, 1.98/1.92, 2.39/2.41.
 60 Vegas clients behind the FIFO carry more in ours: 43.0 vs 39.4 Mb/s (strict xfail); over seeds
-1-5 ours 43.0-43.2, ns-2 38.7-39.7 Mb/s, and ns-2's Reno background sends 45-58 % more packets.
+1-5 (one traffic group per client) ours 43.0-43.2, ns-2 38.7-39.7 Mb/s, and ns-2's Reno
+background sends 45-58 % more packets.
 That is how the two simulators break exact ties, not TCP. Every client has the same links, so
 ACK-clocked packets of different clients reach the gateway at exactly the same instant (times sit
 on a lattice of transmission times), and packets reach the full buffer exactly as the transmitter
