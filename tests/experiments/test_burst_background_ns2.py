@@ -18,7 +18,7 @@ longer in both (nothing physical; ties then go by time, alike) the rows agree
 2.75 %, 27.6 / 28.0 Mb/s; 60 Vegas 4.20 / 4.25 %, 30.7 / 30.8 Mb/s; 60 Reno 4.56 / 4.55 %,
 28.2 / 27.9 Mb/s; 60 Vegas over seeds 1-5, one traffic group per client: ns-2 29.7-30.7, ours
 30.1-30.3 Mb/s, background packets within 2 %), and packet for packet Feng's set-up agrees for
-180097 departures, 43.9 s (tests/sim/test_vegas_star_ns2.py). The Vegas share moves from 30 to
+387681 departures, 93.8 s (tests/sim/test_vegas_star_ns2.py). The Vegas share moves from 30 to
 43 Mb/s with the tie rule alone (1.3 us per client: ns-2 43.2, ours 44.1): in this set-up the
 FIFO Vegas share (the paper's Fig. 5 too) depends on how the simulator breaks ties.
 Under RED the paper's "Vegas variants produce lower packet loss" (feng...txt:135) fails in both

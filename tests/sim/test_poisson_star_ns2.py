@@ -6,7 +6,7 @@ within 2 s. ns-2 (tests/sim/ns2/feng_star.tcl) hands its agents the packets at t
 clients' Poisson draws give (``sched_dir``), so both simulators see the same offered traffic, and
 the gateway's departures (time, client, segment) are compared one by one.
 
-Client i's link is i us longer in both (ns-2's ``step``, our per-group ``extra_delay``): ns-2
+Client i's link is i us longer in both (ns-2's ``step``, our ``topology.links``): ns-2
 ordered some packets meeting at one instant against its FIFO rule, likely from how its
 double-precision clock rounds sums of delays, which an integer clock cannot follow, so the
 comparison avoids exact ties (their order is refereed statistically, by the Feng comparisons).

@@ -11,8 +11,8 @@ packets on the wire for both flavors, no limited transmit, ns-2's RTO ticks):
   16 slow-start exits (cwnd -= cwnd/8; the first at 1.3 s), 124 Diff > beta decreases, 1107
   retransmissions on the fine-grained timeout (before the third duplicate ACK, or on one of the
   first new ACKs after a retransmission), 943 on the third duplicate ACK and 243 coarse timeouts.
-  (Measured further: 180097 departures, to 43.9 s, agree; then two clients reach the gateway in
-  the same microsecond and the simulators order them differently.)
+  (Measured further: 387681 departures, to 93.8 s of Feng's 200, agree; then two clients' packets
+  reach the gateway at one instant, and ns-2 takes the one scheduled later first.)
 - 8 Reno and 12 Vegas clients on 10 Mb/s with 10 waiting places, 0.1 ms tick, 20 s, links i x
   1.3 us longer: all MIXED_DEPARTURES agree (115 coarse timeouts, 150 fine-grained and 150
   third-duplicate-ACK retransmissions, 48 Diff decreases, a slow-start exit at 17.1 s).
@@ -28,10 +28,12 @@ difference was a timeout one 0.1 ms tick apart (1.2 s).
 The per-client offsets are there because of ties. With identical links, ACK-clocked packets of
 different clients reach the gateway at exactly the same instant, and packets reach a full buffer
 exactly as the transmitter frees (all times sit on the lattice of transmission times). Ours orders
-equal times by when the events were scheduled (ns-2's rule for equal times); ns-2's double clock
-orders many of them by rounding instead. 1 ns per client orders them by time in both (nothing
-physical changes) and makes exact ties rare, not impossible: with 1 us steps in the 10 Mb/s case
-two clients tie at 3.93 s.
+equal times by when the events were scheduled (ns-2's rule for equal times, CalendarScheduler::
+insert); ns-2's double clock orders many of them by rounding instead (e.g. a departure before an
+arrival at a full buffer that was scheduled 25 ms earlier). 1 ns per client orders them by time
+in both (nothing physical changes) and makes exact ties rare, not impossible. The offset is on
+the client's link, as ns-2's: as a delay line in front of the host (our extra_delay) the gateway
+arrival is scheduled later than in ns-2, and the first tie (43.9 s) went the other way.
 """
 import sys
 from pathlib import Path

@@ -126,8 +126,10 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     sc = burstiness.scenario(spec, [(p, 1) for p in protocols], gateway, duration=duration,
                              seed=seed)
     sc["topology"]["bottleneck"].update(rate=bneck_bps, pcap=True)
-    for i, group in enumerate(sc["traffic"]):
-        group["extra_delay"] = i * step
+    # the link itself longer, as ns-2's step (a delay line in front of the host would schedule the
+    # gateway arrival later than ns-2 does, which orders exact ties otherwise)
+    delay = spec["topology"]["access"]["delay"]
+    sc["topology"]["links"] = {f"c{i}-gw": {"delay": delay + i * step} for i in range(n)}
     sc["tcp"].update(tick=tick, limited_transmit=limited_transmit)
     built = Built(sim.load_scenario(sc), tmp_path)
     built.finalize_sizes()
