@@ -155,7 +155,9 @@ cdef class Vegas(CongestionOps):
     wraps (those slots count their next transmission as a retransmission); a deflation after a
     timeout sets cwnd to ``v_newcwnd_`` = 0 (nothing is sent until the next timeout); the new-ACK
     check may "retransmit" a segment never sent, which send_much then sends again; segments sent
-    at the connection's first instant give no RTT sample.
+    at the connection's first instant give no RTT sample; resending the timed segment does not
+    stop its timing (ns-2's output() has no Karn check: only timeouts and duplicate-ACK
+    retransmissions, through reset_rtx_timer(), do).
     """
     cdef public double alpha, beta, gamma
     cdef readonly double base_rtt, rtt, timeout_s   # s: BaseRTT, last sample, v_timeout_
@@ -236,6 +238,13 @@ cdef class Vegas(CongestionOps):
         self.last_action = VEGAS_ACT_NONE
         self.first_sent = now
         self._alloc(s.rwnd if s.rwnd <= VEGAS_RING_CAP else 1024)
+        # ns-2's output() never stops RTT timing: only reset_rtx_timer() does (rtt_active_ = 0), at
+        # a timeout (on_loss) and at a duplicate-ACK retransmission (on_dupack). A resent segment
+        # stays timed: the new-ACK check's retransmission, and the second copy that send_much
+        # sends of a segment that check "retransmitted" before it was ever sent (then the ACK of
+        # that segment ends the backoff, as ns-2's newack(); with Karn's rule at the send the
+        # timer stayed backed off, x4 for 0.8 s where ns-2 timed out after 0.2 s)
+        s.resend_untimes = False
 
     cdef int on_send(self, TcpSender s, int64_t seg, bint retx, int64_t now) except -1:
         cdef int64_t i
@@ -260,7 +269,7 @@ cdef class Vegas(CongestionOps):
         cdef int64_t seqno = ack - 1                  # ns-2's ACK number
         cdef int64_t oldack = s.snd_una - 1
         cdef int64_t tseq = s.snd_nxt if s.snd_nxt > ack else ack   # ns-2 t_seqno_ after newack
-        cdef int64_t rttlen, k, rng, timed
+        cdef int64_t rttlen, k, rng
         cdef int delta, transmits
         if self.first_recv < 0:
             self.first_recv = t
@@ -349,13 +358,8 @@ cdef class Vegas(CongestionOps):
                 # as ns-2's output(expired): when nothing is outstanding the slot is a reset one
                 # (always "expired") and the segment goes out now, and again from send_much
                 self.dupacks = 3
-                if ack < s.snd_max:
-                    # ns-2's output() leaves RTT timing alone (no Karn cancellation here)
-                    timed = s.rtt_seq
-                    s.retransmit(ack, now)
-                    s.rtt_seq = timed
-                else:
-                    s.retransmit(ack, now)
+                s.retransmit(ack, now)
+                if ack == s.snd_max:
                     s.snd_max = ack + 1
             else:
                 self.worried = 0
@@ -414,6 +418,7 @@ cdef class Vegas(CongestionOps):
     cdef int on_loss(self, TcpSender s, bint timeout, int64_t now) except -1:
         # only timeouts reach here (duplicate ACKs are handled in on_dupack)
         s.cwnd = 2.0
+        s.rtt_seq = -1                  # reset_rtx_timer(0): rtt_active_ = 0
         self.newcwnd = 0.0
         self.cwnd_changed = self._t(now)
         self.dupacks = 0

@@ -144,6 +144,7 @@ cdef class TcpSender(Agent):
     cdef int64_t ts_recent                      # creation time of the last ACK received (ns, 0: none)
     cdef readonly int64_t last_ack_t            # when the last ACK arrived (ns)
     cdef int64_t rtt_seq, rtt_ts                # segment being timed (-1: none), its send time
+    cdef bint resend_untimes                    # Karn at the send: resending rtt_seq stops timing it
     cdef bint syn_retx
     cdef Py_ssize_t xfer                        # row in sim.transfers, -1 if none
     cdef list pending                           # (bytes, request bytes) waiting for the connection
@@ -164,6 +165,7 @@ cdef class TcpSender(Agent):
         self.init_rto = 3_000_000_000
         self.tick = 1_000_000
         self.xi = 1.0
+        self.resend_untimes = True
         self.cc = Reno()
         self.rec = ClassicRecovery()
         self.xfer = -1
@@ -391,7 +393,7 @@ cdef class TcpSender(Agent):
             p.tcp_seq = self._seq_of(seg)
         p.retx = retx
         if retx:
-            if seg <= self.rtt_seq:
+            if seg <= self.rtt_seq and self.resend_untimes:
                 self.rtt_seq = -1       # Karn: the timed segment's ACK would be ambiguous
         elif self.rtt_seq < 0:
             self.rtt_seq = seg

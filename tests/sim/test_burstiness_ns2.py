@@ -3,9 +3,10 @@ as the referee).
 
 replays/burst_fig2_4.toml (M clients hand single packets to UDP / TCP Reno / Reno with delayed
 ACKs / Vegas at Poisson times; Table 1 network) against tests/sim/ns2/feng_star.tcl, 200 s as in
-Table 1, seeds 1 and 2. Both sides send 1500-byte packets (the oracle gives its Vegas agents
-packetSize_ pkt + 40: VegasTcpAgent::output adds no header) with the paper's ns of 2000 (no
-limited transmit, ns-2 RTO ticks, 49 waiting packets + 1 in transmission).
+Table 1, seeds 1 and 2 (Vegas behind the FIFO: 1-10, see VARIANT_SEEDS). Both sides send
+1500-byte packets (the oracle gives its Vegas agents packetSize_ pkt + 40: VegasTcpAgent::output
+adds no header) with the paper's ns of 2000 (no limited transmit, ns-2 RTO ticks, 49 waiting
+packets + 1 in transmission).
 
 Measured before that set-up (Vegas at 1460 bytes on both sides, ns-2.35's defaults; the
 tolerances below hold after it too: 8 passed), seed 1, c.o.v. ns-2 / ours: Reno 0.119 / 0.116 (41 clients), 0.130 / 0.123 (80);
@@ -30,6 +31,13 @@ from traceflow.experiments import burstiness
 TCL = Path(__file__).with_name("ns2") / "feng_star.tcl"
 REPLAY = Path(__file__).resolve().parents[2] / "replays" / "burst_fig2_4.toml"
 SEEDS = (1, 2)
+# Vegas behind the FIFO near capacity is bimodal per seed in both simulators (45 clients, c.o.v.
+# 0.013-0.044, loss 0.05-0.6 %; a 1 ns per-client offset flips a seed's mode too), so two seeds
+# cannot referee it: seeds 1-10, ns-2 / ours, 45 clients c.o.v. 0.0249 / 0.0228, loss 0.22 / 0.20 %; 60 clients
+# 0.0188 / 0.0076, 0.32 / 0.37 %; 100 clients loss 3.16 / 4.28 %. On seeds 1, 2 alone ns-2 drew its
+# low mode twice (0.018, 0.12 %) and ours, since Vegas keeps a resent segment timed (sim/cc.pxi,
+# as ns-2), the high one for seed 2 (mean 0.035, 0.41 %; before that fix 0.027, 0.24 %)
+VARIANT_SEEDS = {"Vegas": tuple(range(1, 11))}
 CLIENTS = (10, 30, 45, 60, 100)
 HEAVY = 41          # Table 1's capacity: 50 Mb/s / 1.2 Mb/s per client
 # variant -> (ns-2 arguments, our protocol, our gateway)
@@ -67,9 +75,10 @@ def runs():
     """{(variant, clients): (ns-2 means, our means)} over the seeds."""
     out = {}
     for variant, (args, _, _) in VARIANTS.items():
+        seeds = VARIANT_SEEDS.get(variant, SEEDS)
         for m in CLIENTS:
-            ref = [ns2(m, s, **args) for s in SEEDS]
-            got = [ours(variant, m, s) for s in SEEDS]
+            ref = [ns2(m, s, **args) for s in seeds]
+            got = [ours(variant, m, s) for s in seeds]
             out[(variant, m)] = tuple({k: float(np.mean([r[k] for r in rs]))
                                        for k in ("cov", "throughput_mbps", "loss_pct")}
                                       for rs in (ref, got))

@@ -6,12 +6,18 @@
 #   cov (std/mean of packets arriving at the gateway per bin after warmup), throughput_mbps
 #   (bytes leaving the gateway), loss_pct (gateway drops / arrivals), arrivals, drops.
 # background=N makes the first N clients Reno (Figs. 5-12: clients added to a Reno background)
-# and adds added_loss_pct and added_throughput_mbps, those of the other clients.
+# and adds added_loss_pct, added_throughput_mbps and added_arrivals (packets at the gateway),
+# those of the other clients.
 # sched_dir: client i hands a packet to its agent at each time (s) of sched_dir/client<i>.txt
 # instead of drawing Poisson times (traceflow's own draws, for a packet-for-packet comparison);
 # qtrace: ns-2's trace of the gateway -> server queue (+ - d lines) into that file.
 # step (s): client i's link delay is i * step longer (no two clients' packets meet at the same
 # instant; ns-2 orders some such ties against FIFO, likely by its double-precision rounding).
+# tick_phases: file to write each TCP agent's tick phase to (boot_time_ s, one line per client),
+# so that traceflow can take the same (an RTT sample counts whole ticks from that phase; one tick
+# more moves the RTO by a tick). TcpAgent::reset() draws boot_time_ = Random::uniform(tcpTick_),
+# and Simulator run resets every agent (in no set order); at time 0 the agents are reset once more
+# in client order from the default RNG seeded P(seed), whose copy gives the phases.
 # The paper ran ns (FT:79) in 2000; where ns-2.35's defaults changed since (ns-default.tcl dates
 # them) this script takes the paper's: windowInit_ 1, syn_ and delay_growth_ false (2001/5),
 # singledup_ 0 (no limited transmit: 2001/11/28). queue-limit 50 is Table 1's 50-packet buffer
@@ -26,7 +32,7 @@ array set P {
   pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth false singledup 0 gap 0.01
   start_spread 1.0 red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true
   red_bytes false vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1 background 0 sched_dir {}
-  qtrace {} step 0
+  qtrace {} step 0 tick_phases {}
 }
 source [file join [file dirname [info script]] common.tcl]
 Agent/TCP set singledup_ $P(singledup)
@@ -82,6 +88,28 @@ for {set i 0} {$i < $P(clients)} {incr i} {
   $ns at [expr {$P(start_spread) * [$rng uniform 0 1]}] "$app($i) start"
 }
 
+if {$P(tick_phases) ne ""} {
+  proc pin_tick_phases {} {
+    global P src defaultRNG
+    set probe [new RNG]
+    foreach r [list $defaultRNG $probe] {
+      $r seed $P(seed)
+      $r next-substream
+    }
+    set f [open $P(tick_phases) w]
+    foreach i [lsort -integer [array names src]] {
+      if {[$src($i) info class] eq "Agent/UDP"} continue
+      $src($i) reset
+      puts $f [expr {[$probe uniform 0 1] * $P(tick)}]
+    }
+    close $f
+    # each reset drew exactly one number: the two streams are still in step
+    if {[$defaultRNG uniform 0 1] != [$probe uniform 0 1]} { error "tick_phases: draws out of step" }
+    delete $probe
+  }
+  $ns at 0.0 "pin_tick_phases"
+}
+
 set qmon [$ns monitor-queue $gw $srv ""]
 if {$P(qtrace) ne ""} {
   set qtf [open $P(qtrace) w]
@@ -131,6 +159,7 @@ proc finish {} {
     }
     puts "added_loss_pct [expr {$a > 0 ? 100.0 * $d / $a : 0}]"
     puts "added_throughput_mbps [expr {8.0 * $b / $P(duration) / 1e6}]"
+    puts "added_arrivals $a"
   }
   exit 0
 }
