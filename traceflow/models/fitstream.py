@@ -283,7 +283,7 @@ class PacketPass:
         tcp = done["is_tcp"].to_numpy() == 1
         n = int(tcp.sum())
         if n == 0:
-            return None
+            return
         raw = pl.concat(self.raw) if len(self.raw) > 1 else self.raw[0]
         extra, self.raw = raw.head(n), [raw.slice(n)]
         pk = done.filter(pl.Series(tcp)).select(
@@ -297,7 +297,6 @@ class PacketPass:
         self.pending.append(pk.drop("frame").hstack(extra.drop("frame")).with_columns(
             conn=pl.Series(conn[tcp]), a_side=pl.Series(fwd[tcp] == 1))
             .with_columns(pl.col(_NARROW).cast(pl.UInt32)))
-        return None
 
     def _ended(self, conns):
         """Connections handed out: reduced once ``reduce_conns`` have ended."""
