@@ -101,6 +101,7 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     from traceflow.sim import _sim
     from traceflow.sim.runner import Built
 
+    spec = tomllib.loads(FENG_REPLAY.read_text())
     n = len(protocols)
     background = next((i for i, p in enumerate(protocols) if p != "Reno"), n)
     transport = protocols[background] if background < n else "Reno"
@@ -108,7 +109,7 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     sched = Path(tmp_path) / "sched"
     sched.mkdir()
     for i in range(n):
-        times, = poisson_times(seed, i, 1, 100.0, duration)
+        times, = poisson_times(seed, i, 1, spec["experiment"]["client_rate"], duration)
         (sched / f"client{i}.txt").write_text("\n".join(f"{t / 1e9:.9f}" for t in times))
     trace, phases = Path(tmp_path) / "ns2q.tr", Path(tmp_path) / "phases.txt"
     # ns-2's DropTail queue-limit counts the packet in transmission too
@@ -121,7 +122,6 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     ref = [(float(p[1]), int(p[7]), int(p[10])) for p in map(str.split, trace.read_text().splitlines())
            if p[0] == "-" and p[4] == "tcp"]
 
-    spec = tomllib.loads(FENG_REPLAY.read_text())
     gateway = dict(copy.deepcopy(spec["experiment"]["gateways"]["fifo"]), limit=limit)
     sc = burstiness.scenario(spec, [(p, 1) for p in protocols], gateway, duration=duration,
                              seed=seed)
