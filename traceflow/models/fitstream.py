@@ -267,7 +267,7 @@ class PacketPass:
 
     def _host(self, job, *args):
         """Queue ``job(*args)`` for the host thread (waiting, beyond :data:`_QUEUED` jobs, for
-        the oldest: each holds a batch of packets)."""
+        the oldest: most hold a batch's packets)."""
         while len(self.queued) >= _QUEUED:
             self._apply_one()
         self.queued.append(self.pool.submit(job, *args))
