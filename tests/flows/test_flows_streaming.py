@@ -86,6 +86,8 @@ def test_out_of_order_capture_gives_the_flows_of_its_sorted_version(tmp_path):
     notes = []
     assert flows_with_rtt_samples(mixed, reorder=1.0, notes=notes)[0].equals(sorted_flows)
     assert notes[0]["reordered"] > 1000 and notes[0]["late"] == notes[0]["steps"] == 0
+    # in partitions, each re-ordering the whole stream before it keeps its own packets
+    assert flows(mixed, reorder=1.0, partitions=3, batch_size=997).equals(sorted_flows)
     # a window shorter than the disorder cannot fix it, and says so
     notes = []
     flows_with_rtt_samples(mixed, reorder=0.01, notes=notes)

@@ -124,10 +124,10 @@ def test_first_echo_only_and_unechoed_tsvals_dropped():
 def _kernel_batch(path):
     """The per-packet columns the flows pass hands the sampler, for a whole capture."""
     from traceflow.flows.flowsplit import FlowSplitter, StreamClock
-    from traceflow.flows.table import _prepare
+    from traceflow.flows.table import _ip_packets, _kernel_frame
     from traceflow.pcap.reader import read_packets
 
-    df = _prepare(pl.from_arrow(read_packets(path)), 1)
+    df = _kernel_frame(_ip_packets(pl.from_arrow(read_packets(path)), 1))
     cols = {c: df[c].to_numpy() for c in df.columns}
     cols["sweep"] = StreamClock(300 * 10**9).sweeps(cols["ts"], df.height)
     cols["pos"] = np.arange(df.height)

@@ -64,6 +64,7 @@ link header included, as Wireshark's ``frame.len``), ``synack_count``, the path 
 import ipaddress
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -279,37 +280,71 @@ class FlowStream:
             raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
         first = self.rows + 1
         self.rows += df.height
-        df = _prepare(df, first)
+        df = _ip_packets(df, first)
+        if self.part[1] > 1 and self.reorder is None:
+            # only the partition's packets are prepared further (each worker of a partitioned
+            # pass reads every packet: preparing all of them took most of a worker's time)
+            ts = df["ts"].dt.epoch("ns").to_numpy()
+            own = np.flatnonzero(self._mine(df))
+            return _kernel_frame(df[own]), ts, own
+        df = _kernel_frame(df)
         if self.reorder is not None:
             df = self.reorder.push(df)
-        return df
+        return self._split(df)
+
+    def _split(self, df):
+        """Prepared packets as :meth:`consume` takes them, from the kernel form of every IP
+        packet (:func:`_kernel_frame`): ``(the partition's packets, every packet's timestamp,
+        the partition's rows among them or None for all)``."""
+        ts = df["ts"].to_numpy()
+        if self.part[1] == 1:
+            return df, ts, None
+        own = np.flatnonzero(self._mine(df))
+        return df[own], ts, own
+
+    def _mine(self, df):
+        """Whether each packet of ``df`` (with the address halves) is in the partition."""
+        from traceflow.flows.flowsplit import in_partition
+
+        return in_partition(*(df[c].to_numpy() for c in _ADDR),
+                            *(df[c].fill_null(0).cast(t).to_numpy()
+                              for c, t in (("sport", pl.UInt16), ("dport", pl.UInt16),
+                                           ("proto", pl.UInt8))),
+                            *self.part)
 
     def consume(self, prepared):
         """Consume packets made by :meth:`prepare`."""
         self._consume(prepared)
 
-    def _consume(self, df, final=False):
+    def _consume(self, prepared, final=False):
         # the clocks (expiry sweeps, look-ahead, trace end, re-ordering) are every IP packet's,
         # whatever the partition, so that each partition's flows are those of the whole stream;
         # the last CLOCK_AHEAD packets wait for the next batch, which their clock needs
         from traceflow.flows.flowsplit import CLOCK_AHEAD
 
-        if df is not None and df.height:
-            self.trace_end = df["ts"][-1]
+        df, ts, own = (None, None, None) if prepared is None else prepared
+        if ts is not None and ts.size:
+            self.trace_end = int(ts[-1])
         if self.unclocked is not None:
-            df = self.unclocked if df is None else pl.concat([self.unclocked, df])
+            df, ts, own = self.unclocked if df is None else _joined(self.unclocked, (df, ts, own))
             self.unclocked = None
-        if df is not None and df.height:
-            n = df.height
+        if ts is not None and ts.size:
+            n = ts.size
             keep = n if final else max(n - CLOCK_AHEAD, 0)
+            rows = keep if own is None else int(np.searchsorted(own, keep))
             if keep < n:
-                self.unclocked = df.slice(keep)
-            sweeps = self.clock.sweeps(df["ts"].to_numpy(), keep)
-            df = df.slice(0, keep).with_columns(
-                sweep=pl.Series(sweeps, dtype=pl.Int64),
-                pos=pl.int_range(keep, dtype=pl.Int64) + self.seen)
+                self.unclocked = (df.slice(rows), ts[keep:],
+                                  None if own is None else own[rows:] - keep)
+            sweeps = self.clock.sweeps(ts, keep)
+            if own is None:
+                df = df.slice(0, keep).with_columns(
+                    sweep=pl.Series(sweeps, dtype=pl.Int64),
+                    pos=pl.int_range(keep, dtype=pl.Int64) + self.seen)
+            else:
+                df = df.slice(0, rows).with_columns(
+                    sweep=pl.Series(self._own_sweeps(own[:rows], sweeps), dtype=pl.Int64),
+                    pos=pl.Series(own[:rows] + self.seen, dtype=pl.Int64))
             self.seen += keep
-            df = self._own(df)
         if df is not None and not df.height:
             df = None
         if final or df is not None:
@@ -317,20 +352,13 @@ class FlowStream:
         if final and self.late_sweep is not None:
             self.splitter.expire(self.late_sweep)
 
-    def _own(self, df):
-        """The packets of the partition, each carrying the latest sweep due since the
+    def _own_sweeps(self, rows, sweeps):
+        """The sweeps due before the partition's packets at ``rows`` of the stream's packets
+        (``sweeps``, :meth:`StreamClock.sweeps`): each carries the latest sweep due since the
         partition's previous packet (a sweep between them finds the partition's state as it
         is at the next one); sweeps after the last go on to the next batch (``late_sweep``)."""
-        import numpy as np
+        from traceflow.flows.flowsplit import NO_SWEEP
 
-        from traceflow.flows.flowsplit import NO_SWEEP, in_partition
-
-        if self.part[1] == 1:
-            return df
-        own = in_partition(*(df[c].to_numpy() for c in (*_ADDR, "sport", "dport", "proto")),
-                           *self.part)
-        rows = np.flatnonzero(own)
-        sweeps = df["sweep"].to_numpy()
         at = np.flatnonzero(sweeps != NO_SWEEP)
         clocks = sweeps[at]
         if self.late_sweep is not None:
@@ -340,11 +368,12 @@ class FlowStream:
         inside = target < rows.size
         np.maximum.at(kept, target[inside], clocks[inside])
         self.late_sweep = int(clocks[~inside].max()) if (~inside).any() else None
-        return df.filter(pl.Series(own)).with_columns(sweep=pl.Series(kept, dtype=pl.Int64))
+        return kept
 
     def finish(self):
         """End of input: every open connection is finished (:meth:`release` hands them out)."""
-        self._consume(None if self.reorder is None else self.reorder.flush(), final=True)
+        flushed = None if self.reorder is None else self.reorder.flush()
+        self._consume(None if flushed is None else self._split(flushed), final=True)
         self.splitter.close()
         self._collect()
         self.ended = True
@@ -380,8 +409,8 @@ class FlowStream:
         after the packets consumed so far if the clock runs forward) starts before this time
         (ns)."""
         marks = [self.splitter.min_start(), self.last_ts]
-        for waiting in (self.carry, self.unclocked):
-            if waiting is not None:
+        for waiting in (self.carry, self.unclocked and self.unclocked[0]):
+            if waiting is not None and waiting.height:
                 marks.append(waiting["ts"].min())
         marks = [m for m in marks if m is not None]
         return min(marks) if marks else None
@@ -440,11 +469,15 @@ _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "
                     "tsecr"]
 
 
-def _prepare(df, first_frame):
-    """The packets of a batch as the kernels read them: IP packets only, with ``frame`` (the
-    1-based row number in the input), addresses as uint64 halves, nulls filled."""
-    df = _endpoints(df.select(_PACKET_COLUMNS).with_row_index("frame", offset=first_frame)
-                    .filter(pl.col("ip_version").is_not_null()))
+def _ip_packets(df, first_frame):
+    """The IP packets of a batch, with ``frame`` (the 1-based row number in the input) and
+    the addresses as uint64 halves (:func:`_endpoints`)."""
+    return _endpoints(df.select(_PACKET_COLUMNS).with_row_index("frame", offset=first_frame)
+                      .filter(pl.col("ip_version").is_not_null()))
+
+
+def _kernel_frame(df):
+    """IP packets (:func:`_ip_packets`) as the kernels read them: nulls filled."""
     return df.select(
         pl.col("frame").cast(pl.Int64), ts=pl.col("ts").dt.epoch("ns"), *_ADDR,
         sport=pl.col("sport").fill_null(0), dport=pl.col("dport").fill_null(0),
@@ -459,6 +492,13 @@ def _prepare(df, first_frame):
         wirelen=pl.col("wirelen").cast(pl.Int64),
         has_ts=pl.col("tsval").is_not_null().cast(pl.UInt8),
         tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0))
+
+
+def _joined(first, then):
+    """Two runs of prepared packets (:meth:`FlowStream.prepare`) as one."""
+    (df, ts, own), (df2, ts2, own2) = first, then
+    return (pl.concat([df, df2]), np.concatenate([ts, ts2]),
+            None if own is None else np.concatenate([own, own2 + ts.size]))
 
 
 def _endpoints(lf):
