@@ -107,3 +107,31 @@ def test_paper_claims_hold(runs, who):
     rows = burstiness.protocol_claims(df, list(VARIANTS), spec["experiment"]["paper"])
     failed = [(r["quantity"], r["ours"]) for r in rows if r["agree"] is not True]
     assert not failed
+
+
+def test_fig13_model_meets_ns2_reno_as_it_meets_ours(tmp_path):
+    """Fig. 13 (claim 8, FT:202): the stochastic model's c.o.v. against simulated Reno, with the
+    simulated side from ns-2 on the same set-up (replays/burst_fig13.toml's clients, seed 1) and
+    from traceflow (the experiment itself). Each of the experiment's rows (correlation > 0.7,
+    overestimate under heavy load, light load within 25 %) gets the same verdict from both, and
+    the correlations are within 0.1. Measured: model vs ns-2 0.629 (seed 2: 0.631), vs ours
+    0.598 (seed 2: 0.618); model / simulated under heavy load 2.24 (ns-2) and 2.39 (ours), light
+    load 0.99 and 1.00. So the claim's missing correlation is the model's, not a simulator's."""
+    spec = tomllib.loads((REPLAY.parent / "burst_fig13.toml").read_text())
+    res = burstiness.model(spec, tmp_path)
+    df = pl.read_parquet(tmp_path / res["tables"]["model"])
+    reference = df.with_columns(simulated_cov=pl.Series(
+        [ns2(int(m), spec["experiment"]["seed"], transport="Reno")["cov"] for m in df["clients"]]))
+    verdicts = {}
+    for who, table in (("ours", df), ("ns-2", reference)):
+        r = float(np.corrcoef(table["model_cov"], table["simulated_cov"])[0, 1])
+        heavy = table.filter(pl.col("clients") > burstiness.HEAVY)
+        light = table.filter(pl.col("clients") < 38)
+        verdicts[who] = {"correlation": r, "follows": r > 0.7,
+                         "overestimates": bool((heavy["model_cov"] > heavy["simulated_cov"]).all()),
+                         "light": bool(((light["model_cov"] / light["simulated_cov"]) - 1).abs().max()
+                                       < 0.25)}
+    ours, ref = verdicts["ours"], verdicts["ns-2"]
+    assert {k: v for k, v in ours.items() if k != "correlation"} == \
+        {k: v for k, v in ref.items() if k != "correlation"}, verdicts
+    assert abs(ours["correlation"] - ref["correlation"]) <= 0.1, verdicts
