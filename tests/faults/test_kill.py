@@ -58,8 +58,12 @@ def test_sigkill_mid_write_then_rerun_leaves_no_temporary(dataset, big_capture, 
     args += ["--dataset", "--workers", "1"] if dataset else []
     proc = start(*args, cwd=tmp_path)
     stale = wait_for(lambda: written_temp(tmp_path), 60, "a temporary with data")
+    killed = [proc.pid, *descendants(proc.pid)]
     os.killpg(proc.pid, signal.SIGKILL)  # the guard and the command at once: no cleanup runs
     proc.wait()
+    # a killed process blocked in a write exits only when the write returns (seen on a loaded
+    # machine): until then its temporary is rightly not stale
+    wait_for(lambda: not any(running(pid) for pid in killed), 60, "the killed processes to exit")
     assert stale.exists() and not (tmp_path / out).exists()
     assert stale.name.startswith(f".{out}.tmp-")
     fast = [a for a in args if a not in ("--decoder", "dpkt")]  # the rerun need not be slow
