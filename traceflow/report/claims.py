@@ -285,15 +285,16 @@ CLAIMS = (
        (("tcpmt_fig8", ""),),
        "Fig. 8",
        "tests/sim/test_tcpmt_ns2.py, Reno on the same background files, TCP-MT as a static linear "
-       "schedule (A = 6, CA coupling), 3000 s: plain tracking -0.967 at 30 ms, -0.721 at 450 ms in "
-       "ns-2 (ours -0.961, -0.717), with SSC -0.780 at 450 ms (ours -0.804): tracking weakens with "
-       "the RTT and SSC moves it toward -1 in both. Plain Vegas vs Reno on the same files (no "
-       "Rate in ns-2, and its Vegas has no TCP-MT slope: tcp-vegas.cc adds 1/cwnd): at 30 ms "
-       "Vegas tracks better than Reno in both (ns-2 -0.995 vs -0.967, ours -0.995 vs -0.961), as "
-       "the paper says; at 450 ms worse (ns-2 -0.597 vs -0.721, ours -0.546 vs -0.717), and it "
-       "carries less than Reno at both RTTs (ns-2 4.52 / 0.331 Mb/s, ours 4.53 / 0.294). The "
-       "full-length run differs from these cells in its Vegas beyond 30 ms (tracking -0.06 to "
-       "-0.15 at 100-450 ms beside a background calibrated over 10,000 s), not run in ns-2"),
+       "schedule (A = 6, CA coupling), 3000 s: plain tracking -0.964 at 30 ms, -0.697 at 450 ms in "
+       "ns-2 (ours -0.960, -0.728; stop 25), with SSC -0.780 at 450 ms (ours -0.804; stop 22): "
+       "tracking weakens with the RTT and SSC moves it toward -1 in both. Plain Vegas vs Reno on "
+       "the same files (no Rate in ns-2, and its Vegas has no TCP-MT slope: tcp-vegas.cc adds "
+       "1/cwnd), stop 25: at 30 ms Vegas tracks better than Reno in both (ns-2 -0.995 vs -0.964, "
+       "ours -0.995 vs -0.960), as the paper says; at 450 ms worse (ns-2 -0.670 vs -0.697, ours "
+       "-0.652 vs -0.728), and it carries less than Reno at both RTTs (ns-2 4.47 / 0.396 Mb/s, "
+       "ours 4.51 / 0.447). The "
+       "full-length run differs from these cells in its Vegas beyond 30 ms (tracking -0.02 to "
+       "-0.12 at 100-450 ms beside a background calibrated over 10,000 s), not run in ns-2"),
     _c(24, PT, (274, 283),
        "TCP-MT's gain grows with RTT (up to 45 % for TCP Rate) and with long-range dependence",
        "gain vs RTT increasing, Rate's gain at 450 ms near 45 %, gain vs alpha decreasing",
