@@ -63,43 +63,50 @@ CLAIMS = {
     ("fig8", "reno: tracking correlation vs RTT (no SSC): shape"): None,
     ("fig8", "reno: mean correlation with SSC minus without"): None,
     ("fig8", "vegas: tracking correlation vs RTT (no SSC): shape"):
-        "Vegas tracks best of all at 30 ms (-0.986) and hardly at all beyond it (-0.06 to -0.15 "
+        "Vegas tracks best of all at 30 ms (-0.985) and hardly at all beyond it (-0.02 to -0.12 "
         "at 100-450 ms): beside the Reno background it loses its share",
     ("fig8", "vegas: mean correlation with SSC minus without"): None,
     ("fig8", "rate: tracking correlation vs RTT (no SSC): shape"): None,
     ("fig8", "rate: mean correlation with SSC minus without"): None,
     ("fig8", "tracking (mean correlation, no SSC; most negative first)"):
-        "mean over the RTTs Reno -0.706, Rate -0.703, Vegas -0.279: Reno tracks as well as "
+        "mean over the RTTs Reno -0.698, Rate -0.703, Vegas -0.263: Reno tracks as well as "
         "Rate here, Vegas worst (starved beyond 30 ms by the Reno background)",
     # Fig. 9 (claim 24) rerun with seeds 1-2 (10,000 s) after the FIFO arrival order and the
     # header-less first segment
-    ("fig9", "reno: gain vs RTT: shape"): "+2.3 / +25.3 / +21.2 / +26.8 / +27.2 % at 30-450 ms: "
-        "a jump from 30 to 100 ms, then level (paper: increasing)",
-    ("fig9", "vegas: gain vs RTT: shape"): "+3.1 / -11.0 / -12.9 / -14.6 / +90.7 % (paper: increasing)",
-    ("fig9", "rate: gain vs RTT: shape"): "+6.8 / +38.0 / +34.4 / +52.8 / +47.1 %: rises with a dip "
-        "at 200 ms and 450 ms below 300 ms",
+    ("fig9", "reno: gain vs RTT: shape"): "+2.5 / +22.9 / +25.5 / +23.3 / +41.6 % at 30-450 ms: "
+        "a jump from 30 to 100 ms and a dip at 300 ms beyond the shape test's 0.02 (paper: "
+        "increasing)",
+    ("fig9", "vegas: gain vs RTT: shape"): "+3.4 / -14.4 / +104.7 / +16.0 / +50.2 % (paper: increasing)",
+    # re-run at stop 25 (after stop 24's Vegas timing fix): Rate's gains 0.0665 / 0.3405 /
+    # 0.3897 / 0.3802 / 0.4547 rise (the 300 ms dip is within the shape test's 0.02); they had
+    # dipped at 200 ms and at 450 ms
+    ("fig9", "rate: gain vs RTT: shape"): None,
     ("fig9", "rate: gain at RTT = 450 ms"): None,
     ("fig9", "largest gain at RTT = 450 ms"):
-        "Vegas's +90.7 % (on a plain Vegas starved at 450 ms) above Rate's +47.1 %",
-    ("fig9", "mean gain over RTT"): "vegas < reno < rate (paper: reno < vegas < rate)",
+        "Vegas's +50.2 % (on a plain Vegas starved at 450 ms) above Rate's +45.5 %",
+    # holds at stop 25 on a close call: reno 23.2 % < vegas 32.0 % < rate 32.6 %, Vegas's mean
+    # carried by a noisy +104.7 % at 200 ms on its starved plain runs (it was vegas < reno < rate)
+    ("fig9", "mean gain over RTT"): None,
     ("fig9", "plain TCP throughput (mean over RTT)"):
-        "vegas 1.24 < rate 1.61 < reno 2.09 Mb/s: Vegas starved by the Reno background",
-    ("fig9", "reno: mean gain, CA-only coupling vs CA + slow start"): "CA-only 9.3 % vs 20.6 %",
-    ("fig9", "vegas: mean gain, CA-only coupling vs CA + slow start"): "CA-only 4.3 % vs 11.1 %",
+        "vegas 1.19 < rate 1.60 < reno 2.09 Mb/s: Vegas starved by the Reno background",
+    ("fig9", "reno: mean gain, CA-only coupling vs CA + slow start"): "CA-only 9.5 % vs 23.2 %",
+    ("fig9", "vegas: mean gain, CA-only coupling vs CA + slow start"): "CA-only 10.6 % vs 32.0 %",
     ("fig9", "rate: mean gain, CA-only coupling vs CA + slow start"): None,
     # Fig. 10 rerun with seeds 1-2 after the FIFO arrival order and the header-less first segment;
     # Reno's ratio holds on gains of 2.3 % and 0.3 %, within run-to-run noise
     ("fig10", "reno: gain ratio alpha=1.05 / alpha=1.95"): None,
-    ("fig10", "reno: gain vs alpha: shape"): "+2.3 / +3.9 / +1.1 / +0.3 % (paper: decreasing)",
-    ("fig10", "reno: plain TCP throughput alpha=1.95 vs 1.05"): "lower at 1.95 (5.18 vs 6.03 Mb/s), "
+    # holds at stop 25: +2.5 / +3.8 / +1.7 / +0.5 % (the rise to 1.35 is within the shape test's
+    # 0.02), on gains within run-to-run noise (it was +2.3 / +3.9 / +1.1 / +0.3 %)
+    ("fig10", "reno: gain vs alpha: shape"): None,
+    ("fig10", "reno: plain TCP throughput alpha=1.95 vs 1.05"): "lower at 1.95 (5.15 vs 6.01 Mb/s), "
         "as in ns-2 on the same files (test_tcpmt_ns2.py: 5.08 vs 6.19)",
-    ("fig10", "vegas: gain ratio alpha=1.05 / alpha=1.95"): "3.1 % / 2.1 % = 1.5 (paper >= 2)",
-    ("fig10", "vegas: gain vs alpha: shape"): "+3.1 / +4.1 / +4.3 / +2.1 %: irregular",
+    ("fig10", "vegas: gain ratio alpha=1.05 / alpha=1.95"): "3.4 % / 2.8 % = 1.2 (paper >= 2)",
+    ("fig10", "vegas: gain vs alpha: shape"): "+3.4 / +3.1 / +4.9 / +2.8 %: irregular",
     ("fig10", "vegas: plain TCP throughput alpha=1.95 vs 1.05"): "4.46 vs 5.23 Mb/s",
-    ("fig10", "rate: gain ratio alpha=1.05 / alpha=1.95"): "6.8 % / 8.0 % = 0.85 (paper >= 2)",
-    ("fig10", "rate: gain vs alpha: shape"): "+6.8 / +4.7 / +6.3 / +8.0 %: irregular",
-    ("fig10", "rate: plain TCP throughput alpha=1.95 vs 1.05"): "2.54 vs 5.27 Mb/s",
-    ("fig10", "reno: mean gain, CA-only coupling vs CA + slow start"): "-0.2 % vs +1.9 %",
+    ("fig10", "rate: gain ratio alpha=1.05 / alpha=1.95"): "6.7 % / 5.9 % = 1.1 (paper >= 2)",
+    ("fig10", "rate: gain vs alpha: shape"): "+6.7 / +5.1 / +4.9 / +5.9 %: flat",
+    ("fig10", "rate: plain TCP throughput alpha=1.95 vs 1.05"): "2.52 vs 5.25 Mb/s",
+    ("fig10", "reno: mean gain, CA-only coupling vs CA + slow start"): "-0.1 % vs +2.1 %",
     ("fig10", "vegas: mean gain, CA-only coupling vs CA + slow start"): None,
     ("fig10", "rate: mean gain, CA-only coupling vs CA + slow start"): None,
     # Fig. 11 and Table III rerun after the FIFO arrival order and the header-less first segment
