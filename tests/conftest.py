@@ -33,17 +33,22 @@ DELAYED_RUNS = {
 # Timing-sensitive tests (the testbed's relay, issue 16) take this lock exclusively, every other
 # test shares it: under pytest-xdist on 2 cores, another worker's test held the relay off the CPU
 # (34 of 113 packets late by up to 4.6 ms in one CI run, twice in a row) even though the relay
-# keeps its 0.5 ms with both cores busy in user space (test_testbed_reference.py). POSIX record
-# locks (lockf), not flock: a process a test forks (a worker pool that outlives the test) does
-# not inherit them, so it cannot hold the exclusive test off for ever.
+# keeps its 0.5 ms with both cores busy in user space (test_testbed_reference.py). The shared lock
+# is held for a test's whole run protocol, so a module-scoped fixture's work (a fit, a replay, a
+# report), which pytest sets up before any function-scoped fixture, is covered too; when only the
+# test function was, such a fixture ran beside the relay test (CI, c77bbd8: 38 of 113 late, up to
+# 4.2 ms, twice in a row). POSIX record locks (lockf), not flock: a process a test forks (a worker
+# pool that outlives the test) does not inherit them, so it cannot hold the exclusive test off for
+# ever.
 CPU_LOCK = Path(tempfile.gettempdir()) / "traceflow-tests-cpu.lock"
 
 
-@pytest.fixture(autouse=True)
-def _share_the_cpus(request):
-    """Hold CPU_LOCK shared for the test, except for tests marked ``exclusive``, which take it
-    exclusively themselves (testbed_checks.run_alone), possibly in a module fixture."""
-    if "PYTEST_XDIST_WORKER" not in os.environ or request.node.get_closest_marker("exclusive"):
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Hold CPU_LOCK shared through a test's setup, call and teardown (module fixtures included),
+    except for tests marked ``exclusive``, which take it exclusively themselves
+    (testbed_checks.run_alone)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ or item.get_closest_marker("exclusive"):
         yield
         return
     with open(CPU_LOCK, "a+") as lock:

@@ -15,6 +15,8 @@ in a row fail. The test runs alone (marked ``exclusive``: the other pytest-xdist
 once made 34 of 113 samples late, up to 4.6 ms, twice in a row in CI), and the testbed keeps the
 idle CPUs from halting (traceflow/testbed/awake.py: idle, the median error was 0.26 ms).
 """
+import json
+
 import polars as pl
 import pytest
 from testbed_checks import (SIDES, assert_within_tolerance, cli_json, ground_truth,
@@ -35,9 +37,16 @@ def _idle_run(out):
 
 
 def _check(run):
-    for side in SIDES:
-        check_handshake_rtts(run, side)
-    check_packet_transit(run)
+    try:
+        for side in SIDES:
+            check_handshake_rtts(run, side)
+        check_packet_transit(run)
+    except AssertionError as exc:
+        # what the run recorded of its own timing, to tell a late relay from a stolen CPU
+        made = json.loads((run / "params.json").read_text())
+        late = {d: (r["lateness_s"], r["rx_delay_s"]) for d, r in made["relay"].items()}
+        raise AssertionError(f"{exc}; relay lateness, receive delay: {late}; "
+                             f"steal {made['steal_seconds']:.2f} s") from exc
 
 
 # one test, so that the run is made once (pytest-xdist makes a module fixture once per worker)
