@@ -22,6 +22,8 @@ from traceflow.errors import (WRITE_ERRNOS, TraceflowError, TraceflowWarning, ex
                               memory_limit, out_of_memory)
 from traceflow.scale.memory import one_arena, reserve_blas_buffer
 
+LOST = "an allocation failed where it could not be reported"
+
 COMMANDS = {
     "info": "Summarize captures like capinfos: format, link types, packets, bytes, span.",
     "ingest": "Decode pcap/pcapng captures into a packets table (Parquet/Arrow).",
@@ -98,6 +100,21 @@ def _fail(message, code):
     return code
 
 
+#: an allocation failed where it could not raise (:func:`_unraisable`)
+_lost_memory = False
+
+
+def _unraisable(info):
+    """``sys.unraisablehook``: a MemoryError raised where it cannot propagate (a destructor, a C
+    callback) is not printed (running out printed it once per packet, 419 lines, in one CI
+    run) but remembered, and :func:`main` reports it in the command's one line."""
+    global _lost_memory
+    if info.exc_type is not None and issubclass(info.exc_type, MemoryError):
+        _lost_memory = True
+        return
+    sys.__unraisablehook__(info)
+
+
 def _prepare_for_memory_limit():
     """Under an address-space limit (``ulimit -v``), make running out fail, and fail loudly.
 
@@ -125,10 +142,14 @@ def main(argv=None):
         if code is not None:  # the guard, after the command ran in its child
             sys.exit(code)
     one_arena()
+    sys.unraisablehook = _unraisable
     try:
         _prepare_for_memory_limit()
         rv = cli.main(args=argv, prog_name="traceflow", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
+        if _lost_memory:    # the command went on: what it wrote may lack what was lost
+            code = _fail(f"{guard.command_name(argv or sys.argv[1:])}: "
+                         f"{out_of_memory(LOST + '; the outputs may be incomplete')}", 2)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.exceptions.Abort:
@@ -149,6 +170,8 @@ def main(argv=None):
 def _resource_failure(exc, argv):
     """Report running out of memory, or an OSError about a file, in one line; else None."""
     detail = exhaustion(exc)
+    if detail is None and _lost_memory:
+        detail = LOST
     if detail is not None:
         return _fail(f"{guard.command_name(argv)}: {out_of_memory(detail)}", 2)
     if isinstance(exc, OSError) and (exc.filename or exc.errno in WRITE_ERRNOS):

@@ -127,6 +127,8 @@ _NO_MEMORY_TEXT = re.compile(r"failed to map segment|cannot allocate memory|memo
                              r"|Os \{ code: 12\b|os error 12\b|Polars binary is missing", re.IGNORECASE)
 # EAGAIN starting a thread: memory for its stack, under an address-space limit
 _NO_THREAD = re.compile(r"Os \{ code: 11\b|os error 11\b")
+# what Python's threading raises when pthread_create fails
+_NO_PY_THREAD = "can't start new thread"
 
 
 def exhaustion(exc):
@@ -138,6 +140,9 @@ def exhaustion(exc):
         # a C extension whose allocation failed without setting MemoryError (seen importing
         # scikit-learn at 800 MiB)
         return f"a C extension failed: {text.splitlines()[0][:120] if text else 'SystemError'}"
+    if isinstance(exc, RuntimeError) and _NO_PY_THREAD in text and memory_limit() is not None:
+        # threading could not map a thread's stack (a prefetch or worker thread)
+        return "a thread could not start"
     if not (_NO_MEMORY_TEXT.search(text) or memory_limit() is not None and _NO_THREAD.search(text)):
         return None
     if isinstance(exc, ImportError):

@@ -668,7 +668,7 @@ cdef class StreamClock:
         return out_arr
 
 
-cdef void _next_of_pair(const int64_t[::1] gid, int64_t[::1] nxt, int64_t[::1] later) noexcept:
+cdef void _next_of_pair(const int64_t[::1] gid, int64_t[::1] nxt, int64_t[::1] later):
     cdef Py_ssize_t i
     for i in range(gid.shape[0] - 1, -1, -1):
         nxt[i] = later[gid[i]]

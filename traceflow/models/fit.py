@@ -313,7 +313,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     from traceflow.models.sessions import fit_sessions
     from traceflow.scale.memory import reserve_blas_buffer, trim_heap
 
-    reserve_blas_buffer()       # the RTT classes' k-means would hang, not fail, without room
+    reserve_blas_buffer(mixtures=True)   # the RTT classes' k-means would hang, not fail
     log = log or (lambda message: None)
     inputs = _sources(inputs)
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]

@@ -74,17 +74,19 @@ cdef class Reorderer:
                 m += 1
                 head += 1
             if m > flushed:
-                self._note_released(ts, out, m)
+                self._note_released(ts[out[m - 1]])
         if final:
             while head < tail:
                 out[m] = held[head]
                 m += 1
                 head += 1
-            self._note_released(ts, out, m)
+            if m > 0:
+                self._note_released(ts[out[m - 1]])
         return out_arr[:m].copy(), held_arr[head:tail].copy()
 
-    cdef void _note_released(self, const int64_t[:] ts, int64_t[:] out, Py_ssize_t m) noexcept:
-        # the latest released packet is the largest timestamp released so far within a run
-        if m > 0 and (not self.released_any or ts[out[m - 1]] > self.released_max):
-            self.released_max = ts[out[m - 1]]
+    cdef void _note_released(self, int64_t last) noexcept nogil:
+        # the latest released packet (``last``, ns) is the largest timestamp released so far
+        # within a run
+        if not self.released_any or last > self.released_max:
+            self.released_max = last
             self.released_any = True

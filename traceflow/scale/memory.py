@@ -48,36 +48,58 @@ def one_arena():
 #: scipy.linalg each map an OpenBLAS (+80 and +94 MiB), whose working buffer then takes 32 MiB
 _BLAS_LIBRARIES = {"numpy": 90 << 20, "scipy.linalg": 100 << 20}
 _BLAS_BUFFER = 48 << 20
-_blas_ready = False
+#: scikit-learn's Gaussian mixtures (its import +97 MiB; their k-means maps two more 32 MiB BLAS
+#: buffers, on the first fit of a few hundred points)
+_MIXTURE_LIBRARY = 110 << 20
+_MIXTURE_BUFFERS = 72 << 20
+_ready = set()
 
 
-def reserve_blas_buffer():
+def reserve_blas_buffer(mixtures=False):
     """Under an address-space limit (``ulimit -v``), load BLAS and have it map its working
-    buffer now, or fail with MemoryError if there is no room for them.
+    buffers now, or fail with MemoryError if there is no room for them. ``mixtures``: also
+    those of scikit-learn's Gaussian mixtures (``fit``'s RTT classes), by fitting a small one.
 
     OpenBLAS retries a buffer it cannot map forever, at full CPU: loading scipy hung so at a
-    350 MiB limit, and scikit-learn's k-means (the RTT classes of ``fit``) at 800 MiB. The
-    buffer is mapped once and kept, so mapping it first, while there is room, spares the later
-    calls; without room even then, the command fails at once instead of hanging."""
-    global _blas_ready
+    350 MiB limit, and scikit-learn's k-means (the RTT classes of ``fit``) at 644 and 800 MiB.
+    Buffers are mapped once and kept, so mapping them first, while there is room, spares the
+    later calls; without room even then, the command fails at once instead of hanging."""
     import sys
 
     from traceflow.errors import memory_limit
 
-    limit = memory_limit()
-    if limit is None or _blas_ready:
+    wanted = {"blas", "mixtures"} if mixtures else {"blas"}
+    if memory_limit() is None or wanted <= _ready:
         return
-    try:
-        with open("/proc/self/status") as f:
-            used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
-    except (OSError, StopIteration):
+    need = 0
+    if "blas" not in _ready:
+        need += _BLAS_BUFFER + sum(size for name, size in _BLAS_LIBRARIES.items()
+                                   if name not in sys.modules)
+    if mixtures:
+        need += _MIXTURE_BUFFERS + (_MIXTURE_LIBRARY if "sklearn.mixture" not in sys.modules
+                                    else 0)
+    used = _address_space()
+    if used is None:
         return
-    need = _BLAS_BUFFER + sum(size for name, size in _BLAS_LIBRARIES.items()
-                              if name not in sys.modules)
-    if limit - used < need:
+    if memory_limit() - used < need:
         raise MemoryError("no room to load BLAS")
     import numpy as np
     from scipy.linalg import blas
 
     blas.dgemm(1.0, np.ones((2, 2)), np.ones((2, 2)))
-    _blas_ready = True
+    _ready.add("blas")
+    if mixtures:
+        from sklearn.mixture import GaussianMixture
+
+        z = np.random.default_rng(0).normal(size=(300, 1))
+        GaussianMixture(n_components=3, random_state=0).fit(z)
+        _ready.add("mixtures")
+
+
+def _address_space():
+    """This process's mapped address space (bytes, VmSize), or None where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+    except (OSError, StopIteration):
+        return None

@@ -1,0 +1,100 @@
+"""Running out of memory where it cannot be raised as an ordinary MemoryError is one line too:
+a thread that cannot start, a C++ library that aborts on ``std::bad_alloc``, an allocation that
+fails where CPython can only print it (an "unraisable" exception), and (slow) every
+address-space limit from the first import to the end of ``fit`` and ``flows``, not only the few
+the default suite samples (test_output_errors.py). Found by that sweep: at 506, 512, 548 and
+560 MiB ``fit`` printed a traceback or died of SIGABRT instead."""
+import resource
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from faultkit import leftovers, traceflow, write_pcap
+from traceflow.errors import exhaustion
+
+
+def test_a_thread_that_cannot_start_under_a_memory_limit_is_out_of_memory(monkeypatch):
+    import traceflow.errors as errors
+
+    exc = RuntimeError("can't start new thread")
+    monkeypatch.setattr(errors, "memory_limit", lambda: None)
+    assert exhaustion(exc) is None              # without a limit: not claimed (a thread limit?)
+    monkeypatch.setattr(errors, "memory_limit", lambda: 500 << 20)
+    assert exhaustion(exc) == "a thread could not start"
+
+
+def _run(script):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_child_aborting_on_bad_alloc_is_one_line_through_the_guard():
+    # the guard's real path: fork, the child writes what libstdc++ writes and aborts
+    proc = _run("""
+        import os, sys
+        sys.argv = ["traceflow", "fit", "x.pcap"]
+        from traceflow.cli import guard
+        code = guard.supervise()
+        if code is None:
+            os.write(2, b"terminate called after throwing an instance of 'std::bad_alloc'\\n"
+                        b"  what():  std::bad_alloc\\n")
+            os.abort()
+        sys.exit(code)
+    """)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "traceflow: error: fit: out of memory (a native library could not allocate)"]
+
+
+def test_unraisable_memory_errors_are_not_printed_but_reported_once():
+    # CPython hands an exception raised in __del__ to sys.unraisablehook, as it does a Cython
+    # noexcept function's
+    proc = _run("""
+        import sys
+        from traceflow.cli import main as m
+        sys.unraisablehook = m._unraisable
+        class Dying:
+            def __del__(self):
+                raise MemoryError
+        for _ in range(419):
+            Dying()
+        print(m._lost_memory)
+        class Other:
+            def __del__(self):
+                raise ValueError("a bug")
+        Other()
+    """)
+    assert proc.stdout.split() == ["True"]
+    assert "MemoryError" not in proc.stderr
+    assert "ValueError: a bug" in proc.stderr    # anything else is printed as Python does
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    return write_pcap(tmp_path_factory.mktemp("cap") / "trace.pcap", 3000)
+
+
+#: from below the first import that fails to above what each command needs on the capture
+SWEEP = {"fit": range(380, 800, 6), "flows": range(280, 560, 6)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_every_memory_limit_is_one_line(name, capture, tmp_path):
+    bad = []
+    for mib in SWEEP[name]:
+        out = tmp_path / f"out{mib}"
+        out.mkdir()
+        target = out / ("m.json" if name == "fit" else "f.parquet")
+        proc = traceflow(name, capture, "-o", target, cwd=tmp_path,
+                         limits=[(resource.RLIMIT_AS, mib << 20)], timeout=120)
+        lines = proc.stderr.strip().splitlines()
+        if proc.returncode == 0:
+            continue                                # enough memory: the sweep's top
+        if (proc.returncode != 2 or len(lines) != 1
+                or not lines[0].startswith(f"traceflow: error: {name}: out of memory (")
+                or leftovers(out)):
+            bad.append((mib, proc.returncode, proc.stderr[-300:], leftovers(out)))
+    assert not bad, bad
