@@ -4,7 +4,8 @@ the deaths no Python code can catch into the one-line error every other failure 
 Rust (Polars) and C libraries do not raise when an allocation fails: they print ``memory
 allocation of N bytes failed`` (and a backtrace) on file descriptor 2 and abort (SIGABRT, exit
 status 134). So the child's descriptor 2 is a pipe read here, while its Python ``sys.stderr``
-still writes straight to the real stderr (progress bars still see a terminal). Lines arriving on
+still writes straight to the real stderr (progress bars still see a terminal; not under an
+address-space limit, where CPython's unraisable MemoryErrors are dropped here). Lines arriving on
 the pipe (native libraries, worker processes) are relayed as they come, except a native panic,
 which is held back: if a process then died of it, one line says what ran out and the exit status
 is 2; otherwise the held lines are shown. The child's own error line comes through the pipe too
@@ -20,7 +21,7 @@ import select
 import signal
 import sys
 
-from traceflow.errors import OUT_OF_MEMORY, out_of_memory
+from traceflow.errors import OUT_OF_MEMORY, memory_limit, out_of_memory
 from traceflow.units import size
 
 #: signals passed on to the child (a terminal's Ctrl-C reaches it directly: not passed twice)
@@ -30,7 +31,7 @@ _MARK = b"\x00traceflow-error\x00"  # starts the child's one error line on the p
 _ALLOC = re.compile(rb"memory allocation of (\d+) bytes failed")
 # (anywhere in a line: threads dying at once interleave their writes)
 _PANIC = re.compile(rb"memory allocation of|panicked at|fatal runtime error|<jemalloc>"
-                    rb"|OpenBLAS error|terminate called")
+                    rb"|OpenBLAS error|terminate called|^MemoryError\b|^Exception ignored")
 # native lines that say memory ran out (jemalloc cannot start a thread under ulimit -v: EAGAIN;
 # C++ code aborts on an uncaught std::bad_alloc)
 _NO_MEMORY = re.compile(rb"memory allocation (?:of|still failed)|<jemalloc>.*(?:failed|out of memory)"
@@ -65,12 +66,16 @@ def _become_child(parent, pipe):
     from traceflow.lifeline import die_with_parent
 
     die_with_parent(parent)
-    terminal = os.dup(2)  # not inherited by subprocesses (PEP 446)
+    # Under an address-space limit Python's stderr stays on the pipe as well: CPython prints a
+    # MemoryError it cannot raise (an "unraisable" one) on sys.stderr, once per failed call (419
+    # lines in one CI run), and the guard drops those lines when the command ran out of memory.
+    terminal = os.dup(2) if memory_limit() is None else None  # not inherited (PEP 446)
     os.dup2(pipe, 2)
     os.close(pipe)
     _pipe = 2
-    sys.stderr = open(terminal, "w", buffering=1, encoding=sys.stderr.encoding,
-                      errors="backslashreplace")
+    if terminal is not None:
+        sys.stderr = open(terminal, "w", buffering=1, encoding=sys.stderr.encoding,
+                          errors="backslashreplace")
     os.environ["TRACEFLOW_GUARD"] = "0"  # a traceflow run from inside needs no second guard
 
 

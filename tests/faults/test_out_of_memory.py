@@ -26,8 +26,9 @@ def test_a_thread_that_cannot_start_under_a_memory_limit_is_out_of_memory(monkey
 
 
 def _run(script):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                          text=True, timeout=60)
+    # -P: the installed traceflow, not the checkout's directory
+    return subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(script)],
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_a_child_aborting_on_bad_alloc_is_one_line_through_the_guard():
@@ -46,6 +47,29 @@ def test_a_child_aborting_on_bad_alloc_is_one_line_through_the_guard():
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         "traceflow: error: fit: out of memory (a native library could not allocate)"]
+
+
+def test_unraisable_memory_errors_of_a_command_that_ran_out_are_dropped_by_the_guard():
+    # what CPython prints of a MemoryError it cannot raise, when it cannot even call
+    # sys.unraisablehook (CI: 419 times), on the child's Python stderr, under a memory limit
+    proc = _run("""
+        import os, resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+        sys.argv = ["traceflow", "fit", "x.pcap"]
+        from traceflow.cli import guard
+        code = guard.supervise()
+        if code is None:
+            for _ in range(419):
+                sys.stderr.write("Exception ignored on building sys.unraisablehook arguments:\\n"
+                                 "MemoryError\\n")
+            sys.stderr.flush()
+            guard.report_error("fit: out of memory (a Python allocation failed)")
+            sys.exit(2)
+        sys.exit(code)
+    """)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == ["traceflow: error: fit: out of memory (a Python allocation "
+                                        "failed)"]
 
 
 def test_unraisable_memory_errors_are_not_printed_but_reported_once():
