@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -41,18 +42,32 @@ DELAYED_RUNS = {
 # pool that outlives the test) does not inherit them, so it cannot hold the exclusive test off for
 # ever.
 CPU_LOCK = Path(tempfile.gettempdir()) / "traceflow-tests-cpu.lock"
+CPU_GATE = Path(tempfile.gettempdir()) / "traceflow-tests-cpu.gate"
+
+
+@contextmanager
+def cpus(exclusive=False):
+    """Hold CPU_LOCK shared, or exclusively for a timing-sensitive run. POSIX locks do not
+    favour a waiting exclusive taker: the other worker's tests, one after another, could hold
+    the lock shared for as long as they last. So an exclusive taker first holds CPU_GATE, which
+    a shared taker passes through before it takes the lock: once one waits, no test starts."""
+    with open(CPU_GATE, "a+") as gate, open(CPU_LOCK, "a+") as lock:
+        fcntl.lockf(gate, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if not exclusive:
+            fcntl.lockf(gate, fcntl.LOCK_UN)
+        fcntl.lockf(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Hold CPU_LOCK shared through a test's setup, call and teardown (module fixtures included),
-    except for tests marked ``exclusive``, which take it exclusively themselves
-    (testbed_checks.run_alone)."""
+    """Hold the CPUs shared (:func:`cpus`) through a test's setup, call and teardown (module
+    fixtures included), except for tests marked ``exclusive``, which take them exclusively
+    themselves (testbed_checks.run_alone)."""
     if "PYTEST_XDIST_WORKER" not in os.environ or item.get_closest_marker("exclusive"):
         yield
         return
-    with open(CPU_LOCK, "a+") as lock:
-        fcntl.lockf(lock, fcntl.LOCK_SH)
+    with cpus():
         yield
 
 

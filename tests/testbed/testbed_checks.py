@@ -4,14 +4,13 @@ The oracle is the run itself: the client's log of what it asked for and got (tra
 the configured RTTs, and the kernel's capture timestamps on both sides of the router (the queueing
 each packet met, measured by :func:`traceflow.testbed.transit.router_transit`).
 """
-import fcntl
 import json
 from pathlib import Path
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import CPU_LOCK
+from conftest import cpus
 
 from traceflow.cli.main import cli
 from traceflow.errors import TraceflowError
@@ -34,12 +33,11 @@ def assert_within_tolerance(error):
 
 def run_alone(params, out):
     """``run_testbed(params, out)`` with no other test running on any pytest-xdist worker
-    (conftest.CPU_LOCK; the calling test must be marked ``exclusive``): another test's work
+    (conftest.cpus; the calling test must be marked ``exclusive``): another test's work
     holds the relay off the CPU, which is not what a test measures."""
     from traceflow.testbed import run_testbed
 
-    with open(CPU_LOCK, "a+") as lock:
-        fcntl.lockf(lock, fcntl.LOCK_EX)
+    with cpus(exclusive=True):
         return run_testbed(params, out)
 
 
