@@ -106,8 +106,8 @@ _lost_memory = False
 
 def _unraisable(info):
     """``sys.unraisablehook``: a MemoryError raised where it cannot propagate (a destructor, a C
-    callback) is not printed (running out printed it once per packet, 419 lines, in one CI
-    run) but remembered, and :func:`main` reports it in the command's one line."""
+    callback) is not printed (CPython prints one per failed call: 419 lines in one CI run) but
+    remembered, and :func:`main` reports it in the command's one line."""
     global _lost_memory
     if info.exc_type is not None and issubclass(info.exc_type, MemoryError):
         _lost_memory = True

@@ -2,8 +2,8 @@
 a thread that cannot start, a C++ library that aborts on ``std::bad_alloc``, an allocation that
 fails where CPython can only print it (an "unraisable" exception), and (slow) every
 address-space limit from the first import to the end of ``fit`` and ``flows``, not only the few
-the default suite samples (test_output_errors.py). Found by that sweep: at 506, 512, 548 and
-560 MiB ``fit`` printed a traceback or died of SIGABRT instead."""
+the default suite samples (test_output_errors.py). Found by that sweep: at 506, 512, 548, 554
+and 560 MiB ``fit`` printed a traceback or died of SIGABRT instead, and at 644 MiB it hung."""
 import resource
 import subprocess
 import sys

@@ -82,7 +82,8 @@ def reserve_blas_buffer(mixtures=False):
     if used is None:
         return
     if memory_limit() - used < need:
-        raise MemoryError("no room to load BLAS")
+        raise MemoryError("no room to load BLAS" if not mixtures else
+                          "no room for BLAS and the buffers of the RTT classes' mixtures")
     import numpy as np
     from scipy.linalg import blas
 
