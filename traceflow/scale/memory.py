@@ -68,8 +68,9 @@ def reserve_blas_buffer(mixtures=False):
 
     from traceflow.errors import memory_limit
 
+    limit = memory_limit()
     wanted = {"blas", "mixtures"} if mixtures else {"blas"}
-    if memory_limit() is None or wanted <= _ready:
+    if limit is None or wanted <= _ready:
         return
     need = 0
     if "blas" not in _ready:
@@ -81,7 +82,7 @@ def reserve_blas_buffer(mixtures=False):
     used = _address_space()
     if used is None:
         return
-    if memory_limit() - used < need:
+    if limit - used < need:
         raise MemoryError("no room to load BLAS" if not mixtures else
                           "no room for BLAS and the buffers of the RTT classes' mixtures")
     import numpy as np
