@@ -31,11 +31,11 @@ _MARK = b"\x00traceflow-error\x00"  # starts the child's one error line on the p
 _ALLOC = re.compile(rb"memory allocation of (\d+) bytes failed")
 # (anywhere in a line: threads dying at once interleave their writes)
 _PANIC = re.compile(rb"memory allocation of|panicked at|fatal runtime error|<jemalloc>"
-                    rb"|OpenBLAS error|terminate called|^MemoryError\b|^Exception ignored")
+                    rb"|OpenBLAS error|terminate called|Check failed|^MemoryError\b|^Exception ignored")
 # native lines that say memory ran out (jemalloc cannot start a thread under ulimit -v: EAGAIN;
-# C++ code aborts on an uncaught std::bad_alloc)
+# C++ code aborts on an uncaught std::bad_alloc, Arrow's C bridge on a failed malloc)
 _NO_MEMORY = re.compile(rb"memory allocation (?:of|still failed)|<jemalloc>.*(?:failed|out of memory)"
-                        rb"|Cannot allocate memory|std::bad_alloc", re.IGNORECASE)
+                        rb"|Cannot allocate memory|std::bad_alloc|Out of memory: malloc", re.IGNORECASE)
 _pipe = None  # in the child: the descriptor of the pipe to the guard
 
 

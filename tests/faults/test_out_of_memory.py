@@ -31,16 +31,21 @@ def _run(script):
                           capture_output=True, text=True, timeout=60)
 
 
-def test_a_child_aborting_on_bad_alloc_is_one_line_through_the_guard():
-    # the guard's real path: fork, the child writes what libstdc++ writes and aborts
-    proc = _run("""
+@pytest.mark.parametrize("text", [
+    # libstdc++ on an uncaught std::bad_alloc
+    "terminate called after throwing an instance of 'std::bad_alloc'\\n  what():  std::bad_alloc",
+    # Arrow's C bridge (CI, flows at 500 MiB)
+    "/arrow/cpp/src/arrow/c/bridge.cc:90:  Check failed: _s.ok() Operation failed\\n"
+    "Bad status: Out of memory: malloc of size 320 failed"])
+def test_a_child_aborting_on_a_failed_native_allocation_is_one_line_through_the_guard(text):
+    # the guard's real path: fork, the child writes what the library writes and aborts
+    proc = _run(f"""
         import os, sys
         sys.argv = ["traceflow", "fit", "x.pcap"]
         from traceflow.cli import guard
         code = guard.supervise()
         if code is None:
-            os.write(2, b"terminate called after throwing an instance of 'std::bad_alloc'\\n"
-                        b"  what():  std::bad_alloc\\n")
+            os.write(2, b"{text}\\n")
             os.abort()
         sys.exit(code)
     """)
