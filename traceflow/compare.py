@@ -39,7 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from traceflow.errors import InputFormatError, TraceflowError
 
@@ -378,6 +377,8 @@ def level_distance(t1, t2):
 
 
 def _ks(a, b):
+    from scipy import stats
+
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if a.size == 0 or b.size == 0:

@@ -158,17 +158,24 @@ def _reduce(c, ts_s, fwd, sender, rel_seq, rel_ack):
         c["has_tsval"], QUICKACK_SEGMENTS, TIMER_SLACK_S)
 
 
-def reduce_packets(packets, origin_ns):
+def kernel_columns(columns, rows):
+    """The kernels' columns (:data:`_KERNEL_INTS` as int64, ``has_tsval`` and ``a_side`` as
+    uint8) of the ``rows`` (an index array) of ``columns``: numpy arrays by those names, in
+    the kernels' form already (null as -1), any integer width."""
+    out = {name: columns[name][rows].astype(np.int64) for name in _KERNEL_INTS}
+    out["has_tsval"] = columns["has_tsval"][rows].view(np.uint8)
+    out["a_side"] = columns["a_side"][rows].view(np.uint8)
+    return out
+
+
+def reduce_packets(c, origin_ns):
     """:func:`reduce_connections` of whole connections numbered elsewhere (the flow splitter's
     ``conn``, one pass: :class:`traceflow.models.fitstream.PacketPass`), and the ``ts`` and
-    ``ip_len`` (int64 arrays, a missing length 0) of the data senders' packets. ``packets``:
-    TCP packets in capture order with ``conn`` and ``a_side`` (bool, sent by the pair's smaller
-    endpoint); ``origin_ns``: the ``ts`` that ``ts_s`` counts from. No frame of the packets is
-    built: numpy columns go to the kernels."""
-    conn, ts = packets["conn"].to_numpy(), packets["ts"].cast(pl.Int64).to_numpy()
-    order = np.lexsort((ts, conn))      # stable: connections contiguous, in time order
-    c = _columns(packets, order)
-    fwd, sender, rel_seq, rel_ack = _orient(c, packets["a_side"].cast(pl.UInt8).to_numpy()[order])
+    ``ip_len`` (int64 arrays, a missing length 0) of the data senders' packets. ``c``: the
+    :func:`kernel_columns` of their TCP packets, each connection's rows contiguous and in time
+    order, ``a_side`` telling a packet sent by the pair's smaller endpoint; ``origin_ns``: the
+    ``ts`` that ``ts_s`` counts from. No frame of the packets is built."""
+    fwd, sender, rel_seq, rel_ack = _orient(c, c["a_side"])
     # as Polars computes it elsewhere: its division by a constant is a multiplication by its
     # inverse (rounded so)
     ts_s = (c["ts"] - origin_ns) * (1 / 1e9)
@@ -196,6 +203,9 @@ def _mode(values):
 
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
+#: connections whose counted parts are gathered before they are counted (a group-by per merge
+#: had a fixed cost that outweighed it)
+COUNT_ROWS = 1 << 16
 #: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool as
 #: :func:`reduce_connections` gives them (and "legs", "flight": kept after a selection)
 _AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps")
@@ -268,6 +278,8 @@ class HostFacts:
     def __init__(self, spool=None):
         # the parts of a few rows, and the spool of those with a row or more per connection
         self.counted = {name: None for name in _COUNTED}
+        self.uncounted = {name: [] for name in _COUNTED}   # rows not yet counted
+        self.uncounted_rows = 0
         self.spool = Spool() if spool is None else spool
         self.spa = np.zeros(4, dtype=np.int64)  # late data, late ACKs, new data, ACK advances
         self.leg_cap = 0.0
@@ -282,7 +294,10 @@ class HostFacts:
         if reduced is None:
             return
         for name in _COUNTED:
-            self._count(name, reduced[name])
+            self.uncounted[name].append(reduced[name])
+        self.uncounted_rows += reduced["per_conn"].height
+        if self.uncounted_rows >= COUNT_ROWS:
+            self._count()
         self._keep("legs", reduced["legs"])
         if reduced["leg_max"] is not None:
             self.leg_cap = max(self.leg_cap, reduced["leg_max"])
@@ -297,16 +312,23 @@ class HostFacts:
     def _keep(self, name, part):
         self.spool.append(f"hosts.{name}", part.to_frame() if isinstance(part, pl.Series) else part)
 
-    def _count(self, name, frame):
-        """Add the rows ``frame`` to the counted part ``name`` (distinct rows and their ``_n``)."""
-        keys = frame.columns
-        counts = [frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))]
-        if self.counted[name] is not None:
-            counts.insert(0, self.counted[name])
-        self.counted[name] = pl.concat(counts, how="vertical").group_by(keys).agg(pl.col("_n").sum())
+    def _count(self):
+        """Add the rows not counted yet to the counted parts (their distinct rows and ``_n``)."""
+        for name, frames in self.uncounted.items():
+            if not frames:
+                continue
+            keys = frames[0].columns
+            counts = pl.concat(frames, how="vertical").group_by(keys).agg(_n=pl.len().cast(pl.Int64))
+            if self.counted[name] is not None:
+                counts = pl.concat([self.counted[name], counts], how="vertical").group_by(keys).agg(
+                    pl.col("_n").sum())
+            self.counted[name] = counts
+            frames.clear()
+        self.uncounted_rows = 0
 
     def _all(self, name):
         if name in _COUNTED:    # every row as often as it was added (in no particular order)
+            self._count()
             counts = self.counted[name]
             if counts is None:
                 return None

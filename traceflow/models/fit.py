@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from traceflow import compare as cmp
 from traceflow.errors import InputFormatError
@@ -119,6 +118,8 @@ def capacity_of_series(base, mean_pkt, *, min_packets=100, bin_ns=cmp.BIN_NS):
 
 def fit_interarrival(gaps_s):
     """Best of exponential / Weibull / lognormal (location 0) for inter-arrival times by KS."""
+    from scipy import stats
+
     x = np.asarray(gaps_s, dtype=float)
     x = x[np.isfinite(x) & (x > 0)]
     if x.size < 10:
@@ -312,8 +313,12 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     from traceflow.models.fitstream import PacketPass
     from traceflow.models.sessions import fit_sessions
     from traceflow.scale.memory import reserve_blas_buffer, trim_heap
+    from traceflow.scale.prefetch import import_ahead
 
     reserve_blas_buffer(mixtures=True)   # the RTT classes' k-means would hang, not fail
+    # what the stages after the pass import (scipy.stats alone takes ~1 s), while it runs
+    import_ahead("scipy.stats", "traceflow.stats.tails", "traceflow.stats.hurst",
+                 "traceflow.flows.rtt", "sklearn.mixture")
     log = log or (lambda message: None)
     inputs = _sources(inputs)
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]

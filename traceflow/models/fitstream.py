@@ -54,13 +54,15 @@ _STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
 #: as categories (4 bytes instead of a 16-byte string view), packet counts in 32 bits
 _NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
                  "server_addr": (pl.Categorical, pl.String), "packets": (pl.UInt32, pl.Int64)}
-#: what the end-host inference reads besides the flow splitter's columns (kept nullable and
-#: narrow: in the kernels' form, int with -1 for null, the buffer peaked 10 MB higher at 16x)
-_HOST_EXTRA = ["window", "mss", "wscale", "sack_ok"]
-#: what the host thread reads of the packets the splitter consumed
-_BUFFERED = ["is_tcp", "ts", "flags", "seq", "ack", "payload", "ip_len", "has_ts", "frame"]
-#: buffered in 32 bits (packet lengths and connection ids fit; the reductions widen them)
-_NARROW = ["payload_len", "ip_len", "conn"]
+#: what the end-host inference reads besides the flow splitter's columns, in the kernels' form
+#: (null as -1) and narrow (:func:`traceflow.flows.hosts.kernel_columns` widens them)
+_HOST_EXTRA = {"window": pl.Int32, "mss": pl.Int32, "wscale": pl.Int16, "sack_ok": pl.Int8}
+#: what the host thread buffers of the packets the splitter consumed, as (kept, read): lengths
+#: in 32 bits (the kernel frame's are 64)
+_BUFFERED = {"ts": ("ts", None), "tcp_flags": ("flags", None), "seq": ("seq", None),
+             "ack": ("ack", None), "payload_len": ("payload", np.uint32),
+             "ip_len": ("ip_len", np.uint32), "has_tsval": ("has_ts", None),
+             "frame": ("frame", None)}
 #: jobs queued for the host thread and not yet applied; the main thread waits beyond this
 #: (each holds a batch of packets or the packets of the connections it reduces: 8 peaked
 #: 10-25 MB higher at 16x, for no wall-time gain that stood out of the noise)
@@ -221,8 +223,9 @@ class PacketPass:
             "synacks": None if self.synacks is None else self.synacks.measure(df),
             "other": (other["ts"].cast(pl.Int64).to_numpy(),
                       other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
-            "host": df.with_row_index("frame", offset=rows + 1).filter(tcp)
-                    .select(pl.col("frame").cast(pl.Int64), *_HOST_EXTRA),
+            "host": _arrays(df.with_row_index("frame", offset=rows + 1).filter(tcp).select(
+                pl.col("frame").cast(pl.Int64),
+                *[pl.col(c).cast(t).fill_null(-1) for c, t in _HOST_EXTRA.items()])),
         }
 
     def _take(self, facts):
@@ -242,7 +245,8 @@ class PacketPass:
     def _consumed(self, done, out):
         """FlowStream hook: the packets it consumed, with their connection ids (buffered by
         the host thread, :meth:`_buffer`): only the columns it reads stay referenced."""
-        self._host(self._buffer, done.select(_BUFFERED), out["conn"], out["fwd"])
+        self._host(self._buffer, done.select("is_tcp", *(c for c, _ in _BUFFERED.values())),
+                   out["conn"], out["fwd"])
 
     def _released(self, chunk):
         if self.keep_flows and (chunk.height or not self.spool.count("flows")):  # keeps the schema
@@ -279,24 +283,23 @@ class PacketPass:
 
     def _buffer(self, done, conn, fwd):
         """Buffer the TCP packets of ``done`` with their connection ids ``conn`` and directions
-        ``fwd`` (the splitter's) and their host columns."""
+        ``fwd`` (the splitter's) and their host columns, as numpy columns (a dict)."""
         tcp = done["is_tcp"].to_numpy() == 1
         n = int(tcp.sum())
         if n == 0:
             return
-        raw = pl.concat(self.raw) if len(self.raw) > 1 else self.raw[0]
-        extra, self.raw = raw.head(n), [raw.slice(n)]
-        pk = done.filter(pl.Series(tcp)).select(
-            "ts", tcp_flags="flags", seq="seq", ack="ack", payload_len="payload",
-            ip_len="ip_len", tsval=pl.when(pl.col("has_ts") == 1).then(pl.lit(1, pl.UInt8)),
-            frame="frame")
-        if not pk["frame"].equals(extra["frame"]):
+        raw = _concat(self.raw)
+        extra, self.raw = _rows(raw, slice(0, n)), [_rows(raw, slice(n, None))]
+        pk = {}
+        for name, (src, narrow) in _BUFFERED.items():
+            values = done[src].to_numpy()[tcp]
+            pk[name] = values if narrow is None else values.astype(narrow)
+        if not np.array_equal(pk.pop("frame"), extra.pop("frame")):
             raise AssertionError("packets and their host columns out of step")
         if self.origin is None:
             self.origin = int(pk["ts"].min())
-        self.pending.append(pk.drop("frame").hstack(extra.drop("frame")).with_columns(
-            conn=pl.Series(conn[tcp]), a_side=pl.Series(fwd[tcp] == 1))
-            .with_columns(pl.col(_NARROW).cast(pl.UInt32)))
+        pk.update(extra, conn=conn[tcp].astype(np.uint32), a_side=(fwd[tcp] == 1).view(np.uint8))
+        self.pending.append(_Pending(pk))
 
     def _ended(self, conns):
         """Connections handed out: reduced once ``reduce_conns`` have ended."""
@@ -309,49 +312,45 @@ class PacketPass:
         """Reduce the packets of the connections handed out so far, ``reduce_conns`` at a time
         (the reductions' temporaries stay small when many end together, as at the end): the
         results of :meth:`_reduce_group`, in order."""
+        from traceflow.flows.hosts import kernel_columns
+
         if not self.done or not self.pending:
             self.done = []
             return None
-        ended = pl.concat(self.done).sort()
+        ids = np.sort(np.concatenate([c.to_numpy() for c in self.done]))
         self.done = []
-        # whether a connection id ended: a lookup table (hashing every buffered packet's id,
-        # as is_in does, took most of this method's time)
-        ids = ended.to_numpy()
-        top = max(int(ids[-1]), *(int(p["conn"].max()) for p in self.pending))
+        # whether a connection id ended: a lookup table (hashing every buffered packet's id
+        # took most of this method's time)
+        top = max(int(ids[-1]), *(int(p.columns["conn"].max()) for p in self.pending))
         ended_id = np.zeros(top + 1, dtype=bool)
         ended_id[ids] = True
-        # buffer piece by piece: never a second copy of the whole buffer
-        taken, kept = [], []
-        while self.pending:
-            piece = self.pending.pop(0)
-            mine = pl.Series(ended_id[piece["conn"].to_numpy()])
-            taken.append(piece.filter(mine))
-            rest = piece.filter(~mine)
-            if rest.height:
-                kept.append(rest)
-        del piece, mine
-        # one frame (its chunks not copied): the packets of long connections would otherwise
-        # stay behind as a piece per batch, each filtered again at every reduction
-        self.pending = [pl.concat(kept, rechunk=False)] if kept else []
-        conns = pl.concat(taken)
+        taken = [rows for piece in self.pending if (rows := piece.take(ended_id)) is not None]
+        self.pending = _Pending.compacted([p for p in self.pending if p.left])
+        conns = _concat(taken)
         del taken
+        # connections contiguous, in time order (stable); each group's columns are gathered
+        # in that order when it is reduced
+        order = np.lexsort((conns["ts"], conns["conn"]))
+        by_conn = conns["conn"][order]
         results = []
-        for k in range(0, ended.len(), self.reduce_conns):
-            group = ended.slice(k, self.reduce_conns)
-            group = conns.filter(pl.col("conn").is_between(group[0], group[-1]))
-            if group.height:
-                results.append(self._reduce_group(group))
+        for k in range(0, ids.size, self.reduce_conns):
+            group = ids[k:k + self.reduce_conns]
+            lo = np.searchsorted(by_conn, group[0], side="left")
+            hi = np.searchsorted(by_conn, group[-1], side="right")
+            if hi > lo:
+                results.append(self._reduce_group(kernel_columns(conns, order[lo:hi])))
         return results
 
-    def _reduce_group(self, conns):
-        """The reductions of whole connections: the end-host parts, merged into the end-host
-        facts (in the order the connections were handed out, the order
+    def _reduce_group(self, columns):
+        """The reductions of whole connections (their packets' kernel columns, each
+        connection's rows contiguous and in time order): the end-host parts, merged into the
+        end-host facts (in the order the connections were handed out, the order
         :meth:`HostFacts.merge <traceflow.flows.hosts.HostFacts.merge>` needs; the main thread
         reads them only after the pass), and the exchanges and the data sender's packets
         (:func:`traceflow.flows.hosts.reduce_packets`), for :meth:`_apply_one`."""
         from traceflow.flows.hosts import reduce_packets
 
-        reduced, ts, size = reduce_packets(conns, self.origin)
+        reduced, ts, size = reduce_packets(columns, self.origin)
         ex = reduced.pop("exchanges")
         if self.hosts is not None:
             self.hosts.merge(reduced)
@@ -385,7 +384,7 @@ class PacketPass:
             if final and self.start is not None and self.data.origin is None:
                 self.data.fix(self.start)
             return
-        open_first = [p["ts"].min() for p in self.pending if p.height]
+        open_first = [p.first() for p in self.pending]
         if self.stream.last_ts is not None:
             open_first.append(self.stream.last_ts)
         if final or (open_first and min(open_first) >= self.capacity.lo):
@@ -403,3 +402,73 @@ class PacketPass:
     def exchanges_per_connection(self):
         n = self.exchanges[1]
         return self.exchanges[0] / n if n else float("nan")
+
+
+class _Pending:
+    """A piece of the end-host buffer: the columns of a batch's TCP packets (a dict of arrays)
+    and which of them are still buffered. Packets taken out are only marked until fewer than
+    half are left (then the piece is copied): most packets of a batch leave with the first few
+    reductions, and copying the rest at every reduction cost more than the reductions."""
+
+    #: pieces beyond which the compacted ones are joined into one
+    PIECES = 32
+
+    def __init__(self, columns):
+        self.columns = columns
+        self.alive = None               # None: every row
+        self.left = columns["conn"].size
+
+    def take(self, ended):
+        """Take out the rows whose connection ended (``ended``: a lookup table by connection
+        id); returns them (None for none)."""
+        mine = ended[self.columns["conn"]]
+        if self.alive is not None:
+            mine &= self.alive
+        n = int(np.count_nonzero(mine))
+        if n == 0:
+            return None
+        out = _rows(self.columns, mine)
+        self.alive = ~mine if self.alive is None else self.alive & ~mine
+        self.left -= n
+        if 0 < self.left < self.alive.size // 2:
+            self.columns, self.alive = _rows(self.columns, self.alive), None
+        return out
+
+    def first(self):
+        """The smallest timestamp still buffered (None for none)."""
+        ts = self.columns["ts"] if self.alive is None else self.columns["ts"][self.alive]
+        return ts.min() if ts.size else None
+
+    @classmethod
+    def compacted(cls, pieces):
+        """``pieces``, the copied ones joined into one when there are too many (in order)."""
+        if len(pieces) <= cls.PIECES:
+            return pieces
+        out, run = [], []
+        for piece in [*pieces, None]:
+            if piece is not None and piece.alive is None:
+                run.append(piece)
+                continue
+            if run:
+                out.append(run[0] if len(run) == 1 else cls(_concat([p.columns for p in run])))
+                run = []
+            if piece is not None:
+                out.append(piece)
+        return out
+
+
+def _arrays(df):
+    """The columns of ``df`` as numpy arrays (a dict)."""
+    return {name: df[name].to_numpy() for name in df.columns}
+
+
+def _rows(columns, rows):
+    """The ``rows`` (a slice or a boolean mask) of every column of ``columns``."""
+    return {name: values[rows] for name, values in columns.items()}
+
+
+def _concat(pieces):
+    """Columns (dicts of arrays) one after another."""
+    if len(pieces) == 1:
+        return pieces[0]
+    return {name: np.concatenate([p[name] for p in pieces]) for name in pieces[0]}
