@@ -83,7 +83,8 @@ class SynAckGaps:
             down = pl.concat([self.last, down])
         if down.height == 0:
             return None
-        down = down.sort("t", maintain_order=True)
+        if not down["t"].is_sorted():   # a batch in time order (most) is not sorted again
+            down = down.sort("t", maintain_order=True)
         self.last = down.tail(1).with_columns(synack=pl.lit(False))
         return (down.with_columns(
             gap=pl.col("t").diff(),

@@ -64,9 +64,10 @@ _BUFFERED = {"ts": ("ts", None), "tcp_flags": ("flags", None), "seq": ("seq", No
              "ip_len": ("ip_len", np.uint32), "has_tsval": ("has_ts", None),
              "frame": ("frame", None)}
 #: jobs queued for the host thread and not yet applied; the main thread waits beyond this
-#: (each holds a batch of packets or the packets of the connections it reduces: 8 peaked
-#: 10-25 MB higher at 16x, for no wall-time gain that stood out of the noise)
-_QUEUED = 4
+#: (each holds a batch of packets). A reduction is a burst of work: with 4, the main thread
+#: waited 2.5 s of an 11 s pass at 16x for the host thread, and the pass took 12.9-14.0 s
+#: against 10.6-12.9 s with 8 (in-process, alternating; peak RSS 418-426 MB either way)
+_QUEUED = 8
 
 
 class Bins:
