@@ -74,14 +74,20 @@ def test_streamed_fit_equals_whole_table_fit(name):
 @pytest.mark.parametrize("parts", [("testbed", "rtt3dev", "server_side.pcap.gz"),
                                    ("captures", "slips_test-cc-capture-1.pcap")])
 @pytest.mark.parametrize("spooled", [False, True], ids=["in-memory", "on-disk"])
-def test_small_batches_equal_whole_tables(parts, spooled):
+def test_small_batches_equal_whole_tables(parts, spooled, monkeypatch):
     """Batches of 3000 packets (connections span many; the flow splitter carries packets over)
     and reductions of 50 finished connections at a time give what the whole-table functions
     give: the string-keyed connection split of infer_hosts, data_direction's series and the
     capacity estimate, exchanges_per_connection, synack gaps and the flow table. The same with
-    every per-connection result kept on disk (a spool of no memory budget)."""
+    every per-connection result kept on disk (a spool of no memory budget), there with the
+    end-host counts folded every 7 connections and the buffer's pieces joined beyond 2."""
+    from traceflow.flows import hosts
+    from traceflow.models import fitstream
     from traceflow.pcap.reader import read_packets
 
+    if spooled:
+        monkeypatch.setattr(hosts, "COUNT_ROWS", 7)
+        monkeypatch.setattr(fitstream._Pending, "PIECES", 2)
     packets = pl.from_arrow(read_packets(shared_path(*parts)))
     state = PacketPass(reduce_conns=50, **({"spool_bytes": 0} if spooled else {}))
     table = state.feed_input(packets, batch_size=3000)
@@ -103,6 +109,40 @@ def test_small_batches_equal_whole_tables(parts, spooled):
     whole = SynAckGaps()
     whole.feed(packets)
     assert state.synacks.table().equals(whole.table())
+
+
+def test_host_buffer_pieces_mark_then_copy_then_join():
+    """A piece of the end-host buffer marks the packets taken out until fewer than half are
+    left, then keeps a copy of the rest; copied pieces next to each other are joined in order
+    once there are too many; the first timestamp is that of the packets still buffered."""
+    from traceflow.models.fitstream import _Pending
+
+    def piece(conns, ts):
+        return _Pending({"conn": np.array(conns, dtype=np.uint32),
+                         "ts": np.array(ts, dtype=np.int64)})
+
+    p = piece([0, 1, 2, 1, 3], [10, 11, 12, 13, 14])
+    ended = np.zeros(4, dtype=bool)
+    ended[0] = True
+    taken = p.take(ended)
+    assert taken["ts"].tolist() == [10] and p.left == 4 and p.alive is not None
+    assert p.first() == 11
+    ended[:] = [False, True, False, False]
+    assert p.take(ended)["ts"].tolist() == [11, 13]     # 2 of 5 left: copied
+    assert p.alive is None and p.columns["ts"].tolist() == [12, 14] and p.first() == 12
+    ended[:] = [False, True, False, False]
+    assert p.take(ended) is None and p.left == 2
+
+    pieces = [piece([5], [1]), piece([6, 7], [2, 3]), p, piece([8], [4])]
+    pieces[1].take(np.array([0] * 7 + [1], dtype=bool))   # marked, not copied
+    _Pending.PIECES, old = 2, _Pending.PIECES
+    try:
+        joined = _Pending.compacted(pieces)
+    finally:
+        _Pending.PIECES = old
+    assert [q.columns["ts"].tolist() for q in joined] == [[1], [2, 3], [12, 14, 4]]
+    assert joined[1] is pieces[1] and joined[1].first() == 2
+    assert _Pending.compacted(pieces) is pieces
 
 
 def test_two_inputs_kept_on_disk_give_what_memory_gives():

@@ -431,7 +431,7 @@ class _Pending:
         out = _rows(self.columns, mine)
         self.alive = ~mine if self.alive is None else self.alive & ~mine
         self.left -= n
-        if 0 < self.left < self.alive.size // 2:
+        if 0 < 2 * self.left < self.alive.size:
             self.columns, self.alive = _rows(self.columns, self.alive), None
         return out
 
