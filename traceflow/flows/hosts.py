@@ -105,19 +105,18 @@ _KERNEL_INTS = ("conn", "ts", "tcp_flags", "seq", "ack", "payload_len", "ip_len"
                 "wscale", "sack_ok")
 
 
-def _columns(df, order=None):
-    """The kernels' columns of ``df`` (numpy, rows taken in ``order`` if given), and
-    ``has_tsval``. Columns without nulls are read as they are and widened after the gather
-    (Polars' cast and fill_null of every column took longer than the kernels)."""
+def _columns(df):
+    """The kernels' columns of ``df`` (numpy), and ``has_tsval``. Columns without nulls are read
+    as they are and widened (Polars' cast and fill_null of every column took longer than the
+    kernels)."""
     cols = {}
     for name in _KERNEL_INTS:
         col = df[name]
         if col.null_count():
             col = col.cast(pl.Int64).fill_null(0 if name == "payload_len" else -1)
         values = col.to_physical().to_numpy()
-        cols[name] = (values if order is None else values[order]).astype(np.int64, copy=False)
-    has_tsval = df["tsval"].is_not_null().to_numpy()
-    cols["has_tsval"] = (has_tsval if order is None else has_tsval[order]).view(np.uint8)
+        cols[name] = values.astype(np.int64, copy=False)
+    cols["has_tsval"] = df["tsval"].is_not_null().to_numpy().view(np.uint8)
     return cols
 
 
@@ -271,7 +270,8 @@ class HostFacts:
 
     Parts whose statistics do not depend on the order or the connection of their rows (modes,
     medians, shares: :data:`_COUNTED`) are kept as their distinct rows with counts, a few hundred
-    rows whatever the number of connections, and expanded again for :meth:`result`. The others
+    rows whatever the number of connections (the rows of up to :data:`COUNT_ROWS` connections
+    wait to be counted together), and expanded again for :meth:`result`. The others
     go to ``spool`` (:class:`~traceflow.scale.spool.Spool`: in memory up to its budget, then on
     disk; default: one of its own)."""
 

@@ -57,8 +57,8 @@ _NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
 #: what the end-host inference reads besides the flow splitter's columns, in the kernels' form
 #: (null as -1) and narrow (:func:`traceflow.flows.hosts.kernel_columns` widens them)
 _HOST_EXTRA = {"window": pl.Int32, "mss": pl.Int32, "wscale": pl.Int16, "sack_ok": pl.Int8}
-#: what the host thread buffers of the packets the splitter consumed, as (kept, read): lengths
-#: in 32 bits (the kernel frame's are 64)
+#: what the host thread buffers of the packets the splitter consumed: name -> (the prepared
+#: column, the dtype it is kept in; None: its own); lengths in 32 bits (the kernel frame's are 64)
 _BUFFERED = {"ts": ("ts", None), "tcp_flags": ("flags", None), "seq": ("seq", None),
              "ack": ("ack", None), "payload_len": ("payload", np.uint32),
              "ip_len": ("ip_len", np.uint32), "has_tsval": ("has_ts", None),
