@@ -80,13 +80,14 @@ def test_small_batches_equal_whole_tables(parts, spooled, monkeypatch):
     give: the string-keyed connection split of infer_hosts, data_direction's series and the
     capacity estimate, exchanges_per_connection, synack gaps and the flow table. The same with
     every per-connection result kept on disk (a spool of no memory budget), there with the
-    end-host counts folded every 7 connections and the buffer's pieces joined beyond 2."""
+    end-host parts counted and spooled 7 connections at a time (the first flights are read
+    back in pairs of frames) and the buffer's pieces joined beyond 2."""
     from traceflow.flows import hosts
     from traceflow.models import fitstream
     from traceflow.pcap.reader import read_packets
 
     if spooled:
-        monkeypatch.setattr(hosts, "COUNT_ROWS", 7)
+        monkeypatch.setattr(hosts, "HOLD_ROWS", 7)
         monkeypatch.setattr(fitstream._Pending, "PIECES", 2)
     packets = pl.from_arrow(read_packets(shared_path(*parts)))
     state = PacketPass(reduce_conns=50, **({"spool_bytes": 0} if spooled else {}))

@@ -202,9 +202,10 @@ def _mode(values):
 
 #: the parts of :class:`HostFacts` kept as counts of their distinct rows
 _COUNTED = ("mss", "per_conn", "rwnd", "options")
-#: connections whose counted parts are gathered before they are counted (a group-by per merge
-#: had a fixed cost that outweighed it)
-COUNT_ROWS = 1 << 16
+#: connections whose parts are gathered before the counted ones are counted and the others go
+#: to the spool, a frame each (per merge of 4096: a group-by had a fixed cost that outweighed
+#: it, and 16x made ~1000 frames, read back one by one in 0.46 s)
+HOLD_ROWS = 1 << 14
 #: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool as
 #: :func:`reduce_connections` gives them (and "legs", "flight": kept after a selection)
 _AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps")
@@ -270,16 +271,16 @@ class HostFacts:
 
     Parts whose statistics do not depend on the order or the connection of their rows (modes,
     medians, shares: :data:`_COUNTED`) are kept as their distinct rows with counts, a few hundred
-    rows whatever the number of connections (the rows of up to :data:`COUNT_ROWS` connections
+    rows whatever the number of connections (the parts of up to :data:`HOLD_ROWS` connections
     wait to be counted together), and expanded again for :meth:`result`. The others
     go to ``spool`` (:class:`~traceflow.scale.spool.Spool`: in memory up to its budget, then on
-    disk; default: one of its own)."""
+    disk; default: one of its own), a frame per part and :data:`HOLD_ROWS` connections."""
 
     def __init__(self, spool=None):
         # the parts of a few rows, and the spool of those with a row or more per connection
         self.counted = {name: None for name in _COUNTED}
-        self.uncounted = {name: [] for name in _COUNTED}   # rows not yet counted
-        self.uncounted_rows = 0
+        self.held = {}          # name -> parts not yet counted or in the spool
+        self.held_rows = 0
         self.spool = Spool() if spool is None else spool
         self.spa = np.zeros(4, dtype=np.int64)  # late data, late ACKs, new data, ACK advances
         self.leg_cap = 0.0
@@ -294,10 +295,7 @@ class HostFacts:
         if reduced is None:
             return
         for name in _COUNTED:
-            self.uncounted[name].append(reduced[name])
-        self.uncounted_rows += reduced["per_conn"].height
-        if self.uncounted_rows >= COUNT_ROWS:
-            self._count()
+            self._keep(name, reduced[name])
         self._keep("legs", reduced["legs"])
         if reduced["leg_max"] is not None:
             self.leg_cap = max(self.leg_cap, reduced["leg_max"])
@@ -308,27 +306,36 @@ class HostFacts:
         for name in _AS_REDUCED:
             self._keep(name, reduced[name])
         self.spa += reduced["spa"]
+        self.held_rows += reduced["legs"].height
+        if self.held_rows >= HOLD_ROWS:
+            self._flush()
 
     def _keep(self, name, part):
-        self.spool.append(f"hosts.{name}", part.to_frame() if isinstance(part, pl.Series) else part)
+        self.held.setdefault(name, []).append(
+            part.to_frame() if isinstance(part, pl.Series) else part)
 
-    def _count(self):
-        """Add the rows not counted yet to the counted parts (their distinct rows and ``_n``)."""
-        for name, frames in self.uncounted.items():
+    def _flush(self):
+        """Count the counted parts held (their distinct rows and ``_n``) and move the others to
+        the spool, a frame per part (all at once: "flight" and "flight_conns" are read back
+        frame by frame, in pairs)."""
+        for name, frames in self.held.items():
             if not frames:
                 continue
-            keys = frames[0].columns
-            counts = pl.concat(frames, how="vertical").group_by(keys).agg(_n=pl.len().cast(pl.Int64))
+            frame = pl.concat(frames, how="vertical")
+            frames.clear()
+            if name not in _COUNTED:
+                self.spool.append(f"hosts.{name}", frame)
+                continue
+            keys = frame.columns
+            counts = frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))
             if self.counted[name] is not None:
                 counts = pl.concat([self.counted[name], counts], how="vertical").group_by(keys).agg(
                     pl.col("_n").sum())
             self.counted[name] = counts
-            frames.clear()
-        self.uncounted_rows = 0
+        self.held_rows = 0
 
     def _all(self, name):
         if name in _COUNTED:    # every row as often as it was added (in no particular order)
-            self._count()
             counts = self.counted[name]
             if counts is None:
                 return None
@@ -339,6 +346,7 @@ class HostFacts:
 
     def result(self, *, min_flows=5):
         """The :class:`~traceflow.models.model.Hosts` of every connection added."""
+        self._flush()
         if not self.spool.count("hosts.legs"):
             return Hosts(mss=None, segment_size=None, initial_window=None, initial_window_flows=0,
                          initial_window_observable=False, receiver_window=None, min_rto_s=None,

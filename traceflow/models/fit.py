@@ -126,10 +126,15 @@ def fit_interarrival(gaps_s):
         return None
     fits = {}
     # the KS statistic does not depend on the order: kstest sorts its sample (four times), which
-    # is quick on a sorted one
+    # is quick on a sorted one; only the statistic is read, so its p-value is the asymptotic one
+    # (the exact one took 0.35 s for the Weibull of 417 k gaps, the statistic is the same)
     xs = np.sort(x)
+
+    def ks(dist, args):
+        return stats.kstest(xs, dist, args, method="asymp").statistic
+
     loc, scale = stats.expon.fit(x, floc=0)
-    fits["exponential"] = ({"scale": scale}, stats.kstest(xs, "expon", (0, scale)).statistic)
+    fits["exponential"] = ({"scale": scale}, ks("expon", (0, scale)))
     # the Weibull MLE as the Gumbel (minimum) MLE of log x, which scipy solves by root finding:
     # the same estimate as weibull_min.fit(x, floc=0) (the Jacobian does not depend on the
     # parameters) without its Nelder-Mead search (12 s for 1.7 M gaps, a 64x capture); gaps
@@ -140,9 +145,9 @@ def fit_interarrival(gaps_s):
     if not (np.isfinite(c) and c > 0 and np.isfinite(scale) and scale > 0):
         c, _, scale = stats.weibull_min.fit(x, floc=0)
     fits["weibull"] = ({"shape": c, "scale": scale},
-                       stats.kstest(xs, "weibull_min", (c, 0, scale)).statistic)
+                       ks("weibull_min", (c, 0, scale)))
     s, _, scale = stats.lognorm.fit(x, floc=0)
-    fits["lognormal"] = ({"sigma": s, "scale": scale}, stats.kstest(xs, "lognorm", (s, 0, scale)).statistic)
+    fits["lognormal"] = ({"sigma": s, "scale": scale}, ks("lognorm", (s, 0, scale)))
     best = min(fits, key=lambda k: fits[k][1])
     return InterArrival(dist=best, params={k: float(v) for k, v in fits[best][0].items()},
                         ks=float(fits[best][1]), mean_s=float(x.mean()),
