@@ -329,17 +329,17 @@ class PacketPass:
         self.pending = _Pending.compacted([p for p in self.pending if p.left])
         conns = _concat(taken)
         del taken
-        # connections contiguous, in time order (stable); each group's columns are gathered
-        # in that order when it is reduced
-        order = np.lexsort((conns["ts"], conns["conn"]))
-        by_conn = conns["conn"][order]
+        # each group's packets (its connection ids are a range of the ended ones), connections
+        # contiguous and in time order (stable), found and sorted group by group: at the end of
+        # a capture every open connection ends at once, and only one group's temporaries exist
+        conn, ts = conns["conn"], conns["ts"]
         results = []
         for k in range(0, ids.size, self.reduce_conns):
             group = ids[k:k + self.reduce_conns]
-            lo = np.searchsorted(by_conn, group[0], side="left")
-            hi = np.searchsorted(by_conn, group[-1], side="right")
-            if hi > lo:
-                results.append(self._reduce_group(kernel_columns(conns, order[lo:hi])))
+            rows = np.flatnonzero((conn >= group[0]) & (conn <= group[-1]))
+            if rows.size:
+                rows = rows[np.lexsort((ts[rows], conn[rows]))]
+                results.append(self._reduce_group(kernel_columns(conns, rows)))
         return results
 
     def _reduce_group(self, columns):
