@@ -112,7 +112,7 @@ def test_small_batches_equal_whole_tables(parts, spooled, monkeypatch):
     assert state.synacks.table().equals(whole.table())
 
 
-def test_host_buffer_pieces_mark_then_copy_then_join():
+def test_host_buffer_pieces_mark_then_copy_then_join(monkeypatch):
     """A piece of the end-host buffer marks the packets taken out until fewer than half are
     left, then keeps a copy of the rest; copied pieces next to each other are joined in order
     once there are too many; the first timestamp is that of the packets still buffered."""
@@ -136,14 +136,11 @@ def test_host_buffer_pieces_mark_then_copy_then_join():
 
     pieces = [piece([5], [1]), piece([6, 7], [2, 3]), p, piece([8], [4])]
     pieces[1].take(np.array([0] * 7 + [1], dtype=bool))   # marked, not copied
-    _Pending.PIECES, old = 2, _Pending.PIECES
-    try:
-        joined = _Pending.compacted(pieces)
-    finally:
-        _Pending.PIECES = old
+    assert _Pending.compacted(pieces) is pieces
+    monkeypatch.setattr(_Pending, "PIECES", 2)
+    joined = _Pending.compacted(pieces)
     assert [q.columns["ts"].tolist() for q in joined] == [[1], [2, 3], [12, 14, 4]]
     assert joined[1] is pieces[1] and joined[1].first() == 2
-    assert _Pending.compacted(pieces) is pieces
 
 
 def test_two_inputs_kept_on_disk_give_what_memory_gives():

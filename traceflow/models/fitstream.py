@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from itertools import groupby
 
 import numpy as np
 import polars as pl
@@ -436,25 +437,22 @@ class _Pending:
         return out
 
     def first(self):
-        """The smallest timestamp still buffered (None for none)."""
-        ts = self.columns["ts"] if self.alive is None else self.columns["ts"][self.alive]
-        return ts.min() if ts.size else None
+        """The smallest timestamp still buffered (a piece is dropped once none is left)."""
+        return (self.columns["ts"] if self.alive is None else self.columns["ts"][self.alive]).min()
 
     @classmethod
     def compacted(cls, pieces):
-        """``pieces``, the copied ones joined into one when there are too many (in order)."""
+        """``pieces``, the copied ones next to each other joined into one when there are too
+        many (in order)."""
         if len(pieces) <= cls.PIECES:
             return pieces
-        out, run = [], []
-        for piece in [*pieces, None]:
-            if piece is not None and piece.alive is None:
-                run.append(piece)
-                continue
-            if run:
-                out.append(run[0] if len(run) == 1 else cls(_concat([p.columns for p in run])))
-                run = []
-            if piece is not None:
-                out.append(piece)
+        out = []
+        for copied, run in groupby(pieces, key=lambda p: p.alive is None):
+            run = list(run)
+            if copied and len(run) > 1:
+                out.append(cls(_concat([p.columns for p in run])))
+            else:
+                out.extend(run)
         return out
 
 
