@@ -274,7 +274,9 @@ cdef class RttSampler:
                 self.last_raw[k] = seq[i]
                 self.last_rel[k] = rel[i]
                 self.state[k] |= SEEN
-        return {name: values[:m] for name, values in out.items()}
+        # copies of the samples' rows: views would keep the batch-long arrays alive for as long
+        # as a caller holds the samples of its open connections
+        return {name: values[:m].copy() for name, values in out.items()}
 
 
 def nearest_other(const int64_t[:] conn, const int64_t[:] ts, const uint8_t[:] side,

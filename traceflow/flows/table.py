@@ -433,8 +433,10 @@ class FlowStream:
             self.on_packets(done, out)
         batch = {c: done[c].to_numpy() for c in _SAMPLER_COLUMNS}
         samples = self.sampler.feed({**batch, **out})
-        samples = pl.DataFrame(samples).select("conn", "ts", "side", "rtt", "frame",
-                                                "opening_frame")
+        # the packet numbers only for the samples' table (``want_samples``)
+        samples = pl.DataFrame(samples).select(
+            "conn", "ts", "side", "rtt",
+            *(("frame", "opening_frame") if self.samples is not None else ()))
         self.pending = samples if self.pending is None else pl.concat([self.pending, samples])
         if self.splitter.n_rows >= COLLECT_ROWS:   # finishing rows has a fixed cost per call
             self._collect()
