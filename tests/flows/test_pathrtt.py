@@ -151,6 +151,11 @@ def test_batch_by_batch_equals_one_pass(name):
     for key in one:
         assert np.array_equal(np.concatenate([p[key] for p in parts]), one[key]), key
     assert set(BATCH_COLUMNS) <= set(batch)
+    # each sample column owns exactly its rows: a view of the kernel's batch-long array kept
+    # the whole of it alive for as long as a flow stream held its open connections' samples
+    for key, values in one.items():
+        assert values.base is None and values.nbytes == values.size * values.itemsize, key
+    assert one["rtt"].size < n
 
 
 def test_partitions_and_reruns_give_identical_rtt_columns():
