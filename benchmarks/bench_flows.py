@@ -11,7 +11,8 @@ The largest testbed capture is decompressed once (not timed); then, side by side
 - peak resident memory of those two subprocesses (``wait4`` rusage), target: no more than tshark;
 - ``traceflow flows FILE --workers 2`` against ``--workers 1`` on a 4x copy of the capture
   (``scaled_capture.py``), interleaved, best of the runs, wall time (target >= 1.7x) and CPU
-  time of the whole process tree (what the split costs); the same for ``traceflow series``.
+  time of the whole process tree (what the split costs); the same for ``traceflow series``
+  and ``traceflow fit``.
 
 Run alone: ``python benchmarks/bench_flows.py [--quick]``.
 """
@@ -51,19 +52,21 @@ def _ours(pcap, out):
 
 
 def _workers(source, tmp, repeats):
-    """Best (wall, CPU) seconds of ``flows`` and ``series`` with ``--workers 1`` and
+    """Best (wall, CPU) seconds of ``flows``, ``series`` and ``fit`` with ``--workers 1`` and
     ``--workers 2`` on a 4x copy of ``source``: {command: [(wall, CPU) at 1, at 2]}."""
     big = tmp / "x4.pcap"
     subprocess.run([sys.executable, str(Path(__file__).with_name("scaled_capture.py")),
                     str(source), str(big), "--copies", "4"], check=True,
                    stdout=subprocess.DEVNULL)
-    commands = {"flows": [], "series": ["--bin", "1ms"]}
+    commands = {"flows": ([], "parquet"), "series": (["--bin", "1ms"], "parquet"),
+                "fit": ([], "json")}
     runs = {(c, n): [] for c in commands for n in (1, 2)}
     for _ in range(repeats):
         for (command, n), got in runs.items():
+            extra, suffix = commands[command]
             got.append(_child([sys.executable, "-P", "-m", "traceflow.cli.main", command,
-                               str(big), *commands[command], "-o",
-                               str(tmp / f"{command}{n}.parquet"), "--workers", str(n)])[:2])
+                               str(big), *extra, "-o", str(tmp / f"{command}{n}.{suffix}"),
+                               "--workers", str(n)])[:2])
     big.unlink()
     return {c: [(min(r[0] for r in runs[c, n]), min(r[1] for r in runs[c, n])) for n in (1, 2)]
             for c in commands}

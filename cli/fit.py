@@ -35,10 +35,14 @@ def progress_option(f):
 @click.option("--capacity", type=Rate(), default=None, metavar="RATE",
               help="Bottleneck capacity, e.g. 10Mbit, 1.5e6 (default: estimated from the peak "
                    "rates; the output says how and warns when it is a guess).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Split the connections into this many hash partitions, each streamed by a "
+                   "process of its own (every process reads every packet; the model is the "
+                   "same).")
 @filter_options("packets")
 @progress_option
 @json_option
-def command(inputs, output, hosts_from, capacity, filter_, proto, progress, as_json):
+def command(inputs, output, hosts_from, capacity, workers, filter_, proto, progress, as_json):
     """Fit a traffic model to captures (pcap/pcapng, .gz/.zst) or packets tables.
 
     The model (JSON, with schema_version) holds the capture span, link capacity, flow arrival
@@ -53,6 +57,7 @@ def command(inputs, output, hosts_from, capacity, filter_, proto, progress, as_j
       traceflow fit trace.pcap.gz -o model.json
       traceflow fit trace.pcap -o model.json --capacity 10Mbit --proto tcp
       traceflow fit receiver_side.pcap -o model.json --hosts-from sender_side.pcap
+      traceflow fit big.pcap -o model.json --workers 4
     """
     from traceflow import units
     from traceflow.errors import warn
@@ -61,7 +66,7 @@ def command(inputs, output, hosts_from, capacity, filter_, proto, progress, as_j
 
     check_json_output(output)
     model = fit(list(inputs), hosts_from=list(hosts_from) or None, capacity_bps=capacity,
-                filter=filter_, proto=proto, log=stage_log(progress))
+                filter=filter_, proto=proto, log=stage_log(progress), workers=workers)
     model.save(output)
     quality = model_quality(model)
     for name, q in quality.items():

@@ -326,13 +326,37 @@ class HostFacts:
             if name not in _COUNTED:
                 self.spool.append(f"hosts.{name}", frame)
                 continue
-            keys = frame.columns
-            counts = frame.group_by(keys).agg(_n=pl.len().cast(pl.Int64))
-            if self.counted[name] is not None:
-                counts = pl.concat([self.counted[name], counts], how="vertical").group_by(keys).agg(
-                    pl.col("_n").sum())
-            self.counted[name] = counts
+            self._count(name, frame.group_by(frame.columns).agg(_n=pl.len().cast(pl.Int64)))
         self.held_rows = 0
+
+    def _count(self, name, counts):
+        """Add ``counts`` (distinct rows of the part ``name`` and ``_n``) to those counted."""
+        if self.counted[name] is not None:
+            counts = pl.concat([self.counted[name], counts], how="vertical").group_by(
+                counts.columns[:-1]).agg(pl.col("_n").sum())
+        self.counted[name] = counts
+
+    def parts(self):
+        """Everything kept so far, as :meth:`absorb` takes it (picklable: the facts of the
+        connections of one hash partition, sent from the process that streamed them)."""
+        self._flush()
+        return {"counted": self.counted, "spa": self.spa, "leg_cap": self.leg_cap,
+                "spooled": {name: list(self.spool.frames(f"hosts.{name}"))
+                            for name in ("legs", "flight", *_AS_REDUCED)}}
+
+    def absorb(self, parts):
+        """Add the facts of other connections (:meth:`parts` of another instance). The
+        statistics of :meth:`result` do not depend on the order of the connections (the first
+        flights are read back in the pairs of frames they were kept in)."""
+        self._flush()
+        for name, counts in parts["counted"].items():
+            if counts is not None:
+                self._count(name, counts)
+        for name, frames in parts["spooled"].items():
+            for frame in frames:
+                self.spool.append(f"hosts.{name}", frame)
+        self.spa += parts["spa"]
+        self.leg_cap = max(self.leg_cap, parts["leg_cap"])
 
     def _all(self, name):
         if name in _COUNTED:    # every row as often as it was added (in no particular order)

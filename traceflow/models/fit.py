@@ -73,9 +73,11 @@ def _sources(inputs):
     return list(inputs)
 
 
-def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
+def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS, origin=None):
     """Line-rate estimate (bit/s), peak rates at 10 ms / 100 ms / 1 s, and the method (which bin
-    the estimate is the peak of).
+    the estimate is the peak of), from the packets at ``ts_ns`` (ns) of ``sizes`` (bytes) in
+    bins counted from ``origin`` (ns; default: the first packet), from the one holding the first
+    packet on (``fit`` counts them from the capture's first packet, the link series' bins).
 
     The peak of the bytes series is a lower bound on the capacity that reaches it whenever the link
     was saturated for a whole bin; at too fine a bin it is inflated by packet quantization. The
@@ -87,13 +89,15 @@ def estimate_capacity(ts_ns, sizes, *, min_packets=100, bin_ns=cmp.BIN_NS):
     if ts_ns.size == 0:
         return math.nan, {}, "no data packets"
     lo, hi = int(ts_ns.min()), int(ts_ns.max()) + 1
+    if origin is not None:
+        lo -= (lo - origin) % bin_ns
     return capacity_of_series(cmp._bin(ts_ns, sizes, lo, hi, bin_ns), float(sizes.mean()),
                               min_packets=min_packets, bin_ns=bin_ns)
 
 
 def capacity_of_series(base, mean_pkt, *, min_packets=100, bin_ns=cmp.BIN_NS):
-    """:func:`estimate_capacity` of data bytes already binned at ``bin_ns`` from the first data
-    packet on (``base``), whose packets average ``mean_pkt`` bytes."""
+    """:func:`estimate_capacity` of data bytes already binned at ``bin_ns``, from the bin holding
+    the first data packet on (``base``), whose packets average ``mean_pkt`` bytes."""
     from traceflow.stats.series import block_sums, format_duration
 
     peaks = {}
@@ -304,21 +308,23 @@ def path_rtt(flows):
 
 
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, proto=None,
-        log=None):
+        log=None, workers=1):
     """Fit a :class:`~traceflow.models.model.Model` to ``inputs`` (paths of captures / packets tables,
     or packets frames).
 
     ``hosts_from``: inputs whose packets supply the end-host inference instead (a sender-side
     capture of the same traffic). ``capacity_bps`` overrides the capacity estimate.
     ``filter``/``proto`` select the packets of every input (:mod:`traceflow.selection`).
-    ``log(message)`` hears each stage as it starts. A model that cannot be filled (too few complete
+    ``log(message)`` hears each stage as it starts. ``workers`` > 1: the pass over the packets
+    runs in that many processes, each keeping the connections of one hash partition (inputs
+    must be paths; the model is the same). A model that cannot be filled (too few complete
     transfers, no data) is refused with a :class:`~traceflow.errors.TraceflowError`
     (:func:`traceflow.models.checks.require_replayable`)."""
     from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.rtt import RttRows
     from traceflow.flows.table import DURATION
     from traceflow.models.checks import require_replayable
-    from traceflow.models.fitstream import PacketPass
+    from traceflow.models.fitstream import stream_inputs
     from traceflow.models.sessions import fit_sessions
     from traceflow.scale.memory import reserve_blas_buffer, trim_heap
     from traceflow.scale.prefetch import import_ahead
@@ -333,10 +339,11 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     inputs = _sources(inputs)
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]
     log(f"one pass over {len(inputs)} input{'s' * (len(inputs) != 1)}: flows, link series, "
-        f"end hosts")
-    state = PacketPass(hosts=hosts_from is None)
-    fl = pl.concat([state.feed_input(source, filter=filter, proto=proto, columns=FLOW_COLUMNS)
-                    for source in inputs], how="diagonal_relaxed").with_columns(duration=DURATION)
+        f"end hosts" + (f" ({workers} workers)" if workers > 1 else ""))
+    state, tables = stream_inputs(inputs, workers=workers, hosts=hosts_from is None,
+                                  filter=filter, proto=proto, columns=FLOW_COLUMNS)
+    fl = pl.concat(tables, how="diagonal_relaxed").with_columns(duration=DURATION)
+    del tables
     if state.start is None:
         raise InputFormatError("inputs hold no packets", path=names[0])
     start, end = state.span()
@@ -345,9 +352,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                 bytes=state.bytes, inputs=names)
 
     log("link capacity and load")
-    est, peaks, method = (math.nan, {}, "no data packets") if state.capacity.count == 0 else \
-        capacity_of_series(state.capacity.series(state.capacity.hi + 1),
-                           state.capacity.total / state.capacity.count)
+    est, peaks, method = (math.nan, {}, "no data packets") if state.data.count == 0 else \
+        capacity_of_series(state.data.busy(), state.data.total / state.data.count)
     cap = float(capacity_bps) if capacity_bps else est
     mean_rate = 8 * state.data.total / duration if duration > 0 else math.nan
     link = Link(capacity_bps=cap, mean_rate_bps=mean_rate,
@@ -417,9 +423,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     if hosts_from is None:
         hosts = state.hosts.result()
     else:
-        other = PacketPass(flows=False)
-        for source in _sources(hosts_from):
-            other.feed_input(source, filter=filter, proto=proto)
+        other, _ = stream_inputs(_sources(hosts_from), workers=workers, flows=False,
+                                 filter=filter, proto=proto)
         hosts = other.hosts.result()
         other.spool.close()
     state.spool.close()

@@ -12,7 +12,8 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
   finished connection, its packets leave the buffer and are reduced: end-host facts
   (:class:`traceflow.flows.hosts.HostFacts`) and request/response exchanges
   (:func:`traceflow.flows.hosts.reduce_packets`, a Cython kernel) and, from the packets of its
-  data sender, the data-direction bytes per 10 ms (:class:`Bins`).
+  data sender, the data-direction bytes per 10 ms (:class:`Bins`, from the first packet's
+  timestamp: every bin's sum is known whatever order the connections end in).
 
 Each batch is read, decoded and prepared (:meth:`PacketPass._made`) one batch ahead on a thread
 of its own (:class:`~traceflow.scale.prefetch.Prefetch`); the main thread splits the packets into
@@ -21,8 +22,11 @@ belongs to a third thread, the host thread, which buffers the packets the splitt
 reduces the finished connections, merging their end-host facts in the order the connections
 were handed out (:meth:`traceflow.flows.hosts.HostFacts.merge`). It takes its jobs in the order
 the main thread queued them, and the main thread applies what they return (exchanges, bins) in
-that order too. Until the bins' origin is fixed the main thread waits for every job before each
-:meth:`PacketPass._fix_bins`, so it decides on the same packets as one thread.
+that order too.
+
+With ``--workers N`` (:func:`stream_inputs`) N processes each read every packet and keep the
+connections of one hash partition; their results are merged (:meth:`PacketPass.absorb`) into
+those of one pass.
 
 Memory is O(packets of open connections + one batch): the few values kept per connection (flow
 rows, end-host facts, SYN/ACK gaps) go to a :class:`~traceflow.scale.spool.Spool`, on disk once
@@ -36,12 +40,13 @@ from __future__ import annotations
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from traceflow import compare as cmp
-from traceflow.errors import InputFormatError
+from traceflow.errors import InputFormatError, TraceflowError
 from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
 from traceflow.scale.memory import trim_heap
 from traceflow.scale.spool import SPOOL_BYTES, Spool
@@ -64,6 +69,8 @@ _BUFFERED = {"ts": ("ts", None), "tcp_flags": ("flags", None), "seq": ("seq", No
              "ack": ("ack", None), "payload_len": ("payload", np.uint32),
              "ip_len": ("ip_len", np.uint32), "has_tsval": ("has_ts", None),
              "frame": ("frame", None)}
+#: the end-host parts that name connections (joined or grouped by them)
+_WITH_CONN = ("flight", "flight_conns", "timeouts")
 #: jobs queued for the host thread and not yet applied; the main thread waits beyond this
 #: (each holds a batch of packets). A reduction is a burst of work: with 4, the main thread
 #: waited 2.5 s of an 11 s pass at 16x for the host thread, and the pass took 12.9-14.0 s
@@ -72,13 +79,13 @@ _QUEUED = 8
 
 
 class Bins:
-    """Bytes per ``width`` ns bin counted from an origin (ns) that is fixed once
-    (:meth:`fix`); packets added before are held. Also the count and sum of the sizes."""
+    """Bytes per ``width`` ns bin counted from ``origin`` (ns; packets before it extend the
+    series in front by whole bins, so the origin stays on its grid), and the count, sum, first
+    and last timestamp of the packets."""
 
-    def __init__(self, width=cmp.BIN_NS):
+    def __init__(self, origin, width=cmp.BIN_NS):
         self.width = width
-        self.origin = None
-        self.held = []
+        self.origin = origin
         self.sums = np.zeros(0)
         self.count = 0
         self.total = 0.0
@@ -89,39 +96,49 @@ class Bins:
         """Add packets: timestamps ``ts`` (int64 ns) and ``size`` (float64 bytes) arrays."""
         if ts.size == 0:
             return
-        self.count += ts.size
-        self.total += float(size.sum())
-        lo, hi = int(ts.min()), int(ts.max())
-        self.lo = lo if self.lo is None else min(self.lo, lo)
-        self.hi = hi if self.hi is None else max(self.hi, hi)
-        if self.origin is None:
-            self.held.append((ts, size))
-        else:
-            self._bin(ts, size)
-
-    def fix(self, origin):
-        """Count bins from ``origin`` (ns) on, and bin what was held."""
-        self.origin = origin
-        for ts, size in self.held:
-            self._bin(ts, size)
-        self.held = []
-
-    def _bin(self, ts, size):
+        self._span(ts.size, float(size.sum()), int(ts.min()), int(ts.max()))
         idx = (ts - self.origin) // self.width
         first = int(idx.min())
-        if first < 0:         # a packet before the origin: extend the series in front
+        self._add_at(first, np.bincount(idx - first, weights=size))
+
+    def merge(self, other):
+        """Add the packets of ``other``, Bins on the same grid (origins a whole number of bins
+        apart); byte counts are whole numbers, so the sums do not depend on the order."""
+        if other.count == 0:
+            return
+        first, rest = divmod(other.origin - self.origin, self.width)
+        if rest:
+            raise ValueError("bins on different grids")
+        self._span(other.count, other.total, other.lo, other.hi)
+        self._add_at(first, other.sums)
+
+    def _span(self, count, total, lo, hi):
+        self.count += count
+        self.total += total
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+
+    def _add_at(self, first, add):
+        """Add ``add`` to the bins from bin ``first`` of the series on (< 0: before the origin,
+        which moves back to it)."""
+        if first < 0:
             self.sums = np.concatenate([np.zeros(-first), self.sums])
             self.origin += first * self.width
-            idx = idx - first
-        add = np.bincount(idx, weights=size)
-        if add.size > self.sums.size:
-            self.sums = np.concatenate([self.sums, np.zeros(add.size - self.sums.size)])
-        self.sums[:add.size] += add
+            first = 0
+        if first + add.size > self.sums.size:
+            self.sums = np.concatenate([self.sums, np.zeros(first + add.size - self.sums.size)])
+        self.sums[first:first + add.size] += add
 
     def series(self, end):
-        """The bins up to ``end`` (ns, exclusive; float64 array, at least one bin)."""
+        """The bins from the origin up to ``end`` (ns, exclusive; float64 array, at least one
+        bin)."""
         n = max(1, -(-(end - self.origin) // self.width), self.sums.size)
         return np.concatenate([self.sums, np.zeros(n - self.sums.size)])
+
+    def busy(self):
+        """The bins from the one holding the first packet to the one holding the last."""
+        return self.sums[(self.lo - self.origin) // self.width:
+                         (self.hi - self.origin) // self.width + 1]
 
 
 class PacketPass:
@@ -130,28 +147,39 @@ class PacketPass:
     inputs; ``hosts``: infer end-host facts (both: fit's inputs without ``--hosts-from``).
     ``reduce_conns``: finished connections whose packets are reduced together; ``spool_bytes``:
     what is kept per connection stays in memory up to this many bytes, then goes to temporary
-    files (:class:`~traceflow.scale.spool.Spool`)."""
+    files (:class:`~traceflow.scale.spool.Spool`). ``part``: (k, n) keeps only the
+    connections of hash partition k of n (:class:`~traceflow.flows.table.FlowStream`); the
+    link's measurements (the span counters, the SYN/ACK gaps, the packets of no connection) are
+    partition 0's. The passes of the n partitions, each in a process of its own, are merged by
+    :meth:`absorb` (see :func:`stream_inputs`)."""
 
     def __init__(self, *, flows=True, hosts=True, idle_timeout=300.0, reduce_conns=REDUCE_CONNS,
-                 spool_bytes=SPOOL_BYTES):
+                 spool_bytes=SPOOL_BYTES, part=(0, 1)):
         from traceflow.flows.handshake_queue import SynAckGaps
         from traceflow.flows.hosts import HostFacts
 
         self.keep_flows = flows
+        self.part = part
+        self.link = part[0] == 0      # this pass measures the link (see the class docstring)
         self.reduce_conns = reduce_conns
         self.idle_timeout = idle_timeout
         # what is kept per connection until the end (flows, host facts, SYN/ACK gaps)
         self.spool = Spool(spool_bytes)
         self.hosts = HostFacts(self.spool) if hosts else None
-        self.synacks = SynAckGaps(self.spool) if flows else None
-        self.data = Bins()           # data-direction packets: series origin = first packet
-        self.capacity = Bins()       # the same, origin = first data packet
+        self.synacks = SynAckGaps(self.spool) if flows and self.link else None
+        self.data = None             # data-direction packets' Bins, origin: the first packet's
         self.packets = 0
         self.bytes = 0
         self.start = None            # first / last timestamp (ns)
         self.end = None
         self.exchanges = [0, 0]      # sum, connections with payload
-        self.origin = None           # ts_s origin of the end-host inference (first TCP packet)
+        # ts_s origin of the end-host inference: the first TCP packet's timestamp (ns), in
+        # capture order (every partition's)
+        self.origin = None
+        # the end-host facts' connection ids: (the input's first + the stream's) * n + k, one
+        # per connection of every input and partition (the stream numbers an input's from 0)
+        self.conn_base = 0
+        self.conn_top = 0            # the input's connection ids buffered so far are below
 
     # ------------------------------------------------------------------ one input
 
@@ -163,7 +191,7 @@ class PacketPass:
         from traceflow.scale.prefetch import Prefetch
 
         self.columns = columns
-        self.stream = FlowStream(idle_timeout=self.idle_timeout)
+        self.stream = FlowStream(idle_timeout=self.idle_timeout, part=self.part)
         self.stream.on_packets = self._consumed
         self.raw, self.pending, self.done = [], [], []   # the host thread's (see _host)
         self.queued = deque()
@@ -179,10 +207,10 @@ class PacketPass:
                 self._released(self.stream.release())
                 self._host(self._reduce)
                 self._apply(wait=True)
+                self.conn_base, self.conn_top = self.conn_base + self.conn_top, 0
             finally:
                 for job in self.queued:
                     job.cancel()
-        self._fix_bins(final=True)
         trim_heap()             # the pass's buffers, before its results come back
         if not self.keep_flows:
             return None
@@ -190,6 +218,8 @@ class PacketPass:
         self.spool.drop("flows")
         table = table.with_columns(pl.col(c).cast(wide) for c, (_, wide) in _NARROW_FLOWS.items()
                                    if c in table.columns)
+        if self.part[1] > 1:    # in order once merged with the other partitions' (by conn)
+            return table.with_columns(part=pl.lit(self.part[0], dtype=pl.Int64))
         return table if self.stream.in_order else _resorted(table)
 
     def _made(self, source, filter, proto, batch_size):
@@ -206,7 +236,13 @@ class PacketPass:
             df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
             df = select_rows(df, filter, proto)
             rows = self.stream.rows             # the rows before this batch
-            yield self._measure(df, rows), self.stream.prepare(df)
+            facts, prepared = self._measure(df, rows), self.stream.prepare(df)
+            if facts is not None and prepared[2] is not None:
+                # the partition's packets only (those the splitter is given), by frame number
+                host = facts["host"]
+                facts["host"] = _rows(host, np.isin(host["frame"], prepared[0]["frame"].to_numpy(),
+                                                    assume_unique=True))
+            yield facts, prepared
 
     def _measure(self, df, rows):
         """What the pass keeps of a batch besides its flows (None for no packets): the span
@@ -216,18 +252,20 @@ class PacketPass:
         if df.height == 0:
             return None
         ts = df["ts"].cast(pl.Int64)
-        other = df.filter(pl.col("proto") != 6)
+        other = df.filter(pl.col("proto") != 6) if self.link else df.clear()
         tcp = ((pl.col("proto") == 6) & pl.col("tcp_flags").is_not_null()
                & pl.col("ip_version").is_not_null())
+        host = df.with_row_index("frame", offset=rows + 1).filter(tcp).select(
+            pl.col("frame").cast(pl.Int64), pl.col("ts").cast(pl.Int64),
+            *[pl.col(c).cast(t).fill_null(-1) for c, t in _HOST_EXTRA.items()])
         return {
             "lo": ts.min(), "hi": ts.max(), "packets": df.height,
             "bytes": int(df["ip_len"].cast(pl.Int64).fill_null(0).sum()),
             "synacks": None if self.synacks is None else self.synacks.measure(df),
             "other": (other["ts"].cast(pl.Int64).to_numpy(),
                       other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
-            "host": _arrays(df.with_row_index("frame", offset=rows + 1).filter(tcp).select(
-                pl.col("frame").cast(pl.Int64),
-                *[pl.col(c).cast(t).fill_null(-1) for c, t in _HOST_EXTRA.items()])),
+            "first_tcp": host["ts"][0] if host.height else None,
+            "host": _arrays(host.drop("ts")),
         }
 
     def _take(self, facts):
@@ -235,6 +273,10 @@ class PacketPass:
         splitter consumes their packets)."""
         if facts is None:
             return
+        if self.data is None:
+            self.data = Bins(facts["lo"])
+        if self.origin is None:
+            self.origin = facts["first_tcp"]
         self.start = facts["lo"] if self.start is None else min(self.start, facts["lo"])
         self.end = facts["hi"] if self.end is None else max(self.end, facts["hi"])
         self.packets += facts["packets"]
@@ -251,9 +293,12 @@ class PacketPass:
                    out["conn"], out["fwd"])
 
     def _released(self, chunk):
+        # a partition's flows keep their connection numbers (the order of the merged table)
+        conn = ["conn"] if self.part[1] > 1 else []
         if self.keep_flows and (chunk.height or not self.spool.count("flows")):  # keeps the schema
-            self.spool.append("flows", chunk.drop("conn", "client_is_a") if self.columns is None
-                          else chunk.select(self.columns).with_columns(
+            self.spool.append("flows", chunk.drop("client_is_a", *({"conn"} - set(conn)))
+                              if self.columns is None
+                              else chunk.select(*self.columns, *conn).with_columns(
                               # kept for every connection: a byte each instead of a string
                               [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
                                if c in self.columns]
@@ -263,13 +308,11 @@ class PacketPass:
             return
         self._host(self._ended, chunk["conn"])
         self._apply()
-        self._fix_bins()
 
     # ------------------------------------------------------------------ the host thread
     # The end-host buffer (``raw``, ``pending``, ``done``) belongs to one thread of its own,
     # which takes its jobs in the order they were queued; the main thread only queues them and
-    # applies what they return in that order (:meth:`_apply`), and reads the buffer only when
-    # no job is left (:meth:`_fix_bins`).
+    # applies what they return in that order (:meth:`_apply`).
 
     def _host(self, job, *args):
         """Queue ``job(*args)`` for the host thread (waiting, beyond :data:`_QUEUED` jobs, for
@@ -298,9 +341,8 @@ class PacketPass:
             pk[name] = values if narrow is None else values.astype(narrow)
         if not np.array_equal(pk.pop("frame"), extra.pop("frame")):
             raise AssertionError("packets and their host columns out of step")
-        if self.origin is None:
-            self.origin = int(pk["ts"].min())
         pk.update(extra, conn=conn[tcp].astype(np.uint32), a_side=(fwd[tcp] == 1).view(np.uint8))
+        self.conn_top = max(self.conn_top, int(pk["conn"].max()) + 1)
         self.pending.append(_Pending(pk))
 
     def _ended(self, conns):
@@ -355,6 +397,10 @@ class PacketPass:
         reduced, ts, size = reduce_packets(columns, self.origin)
         ex = reduced.pop("exchanges")
         if self.hosts is not None:
+            k, n = self.part
+            unique = (pl.col("conn").cast(pl.UInt64) + self.conn_base) * n + k
+            for name in _WITH_CONN:
+                reduced[name] = reduced[name].with_columns(conn=unique)
             self.hosts.merge(reduced)
         return int(ex.sum()), ex.len(), ts, size.astype(np.float64)
 
@@ -374,24 +420,6 @@ class PacketPass:
     def _data(self, ts, size):
         if self.keep_flows:
             self.data.add(ts, size)
-            self.capacity.add(ts, size)
-
-    def _fix_bins(self, final=False):
-        """Fix the bins' origins once no packet of a connection still open can be earlier than
-        the first data packet seen (timestamps running forward), or at the end of an input."""
-        if self.capacity.origin is not None:
-            return
-        self._apply(wait=True)              # decide on the packets one thread would have binned
-        if self.capacity.lo is None:        # no data packet yet
-            if final and self.start is not None and self.data.origin is None:
-                self.data.fix(self.start)
-            return
-        open_first = [p.first() for p in self.pending]
-        if self.stream.last_ts is not None:
-            open_first.append(self.stream.last_ts)
-        if final or (open_first and min(open_first) >= self.capacity.lo):
-            self.capacity.fix(self.capacity.lo)
-            self.data.fix(self.start)
 
     # ------------------------------------------------------------------ results
 
@@ -404,6 +432,88 @@ class PacketPass:
     def exchanges_per_connection(self):
         n = self.exchanges[1]
         return self.exchanges[0] / n if n else float("nan")
+
+    def snapshot(self):
+        """What the pass measured, as :meth:`absorb` takes it (picklable: a partition's pass
+        sends it from its process)."""
+        return {"span": (self.start, self.end, self.packets, self.bytes) if self.link else None,
+                "data": self.data if self.keep_flows else None, "exchanges": self.exchanges,
+                "synacks": None if self.synacks is None else self.synacks.table(),
+                "hosts": None if self.hosts is None else self.hosts.parts()}
+
+    def absorb(self, snapshot):
+        """Add what another pass measured (:meth:`snapshot`): that of each partition in turn,
+        into a pass that read nothing itself."""
+        if snapshot["span"] is not None:
+            self.start, self.end, self.packets, self.bytes = snapshot["span"]
+        data = snapshot["data"]
+        if data is not None:
+            if self.data is None:
+                self.data = data
+            else:
+                self.data.merge(data)
+        self.exchanges = [mine + theirs for mine, theirs in zip(self.exchanges,
+                                                                snapshot["exchanges"])]
+        if snapshot["synacks"] is not None and snapshot["synacks"].height:
+            self.synacks.keep(snapshot["synacks"])
+        if snapshot["hosts"] is not None:
+            self.hosts.absorb(snapshot["hosts"])
+
+
+def stream_inputs(inputs, *, workers=1, partitions=None, flows=True, hosts=True, filter=None,
+                  proto=None, columns=None):
+    """One pass over ``inputs`` (each as :meth:`PacketPass.feed_input` reads it): ``(the pass,
+    each input's flow table or None)``. ``partitions`` (default ``workers``) > 1: the connections
+    are split into that many hash partitions, each streamed by a pass of its own in one of
+    ``workers`` processes (each reads every packet of ``inputs``, which must then be paths),
+    and the passes are merged: the results are those of one pass."""
+    partitions = partitions or workers
+    if partitions <= 1:
+        state = PacketPass(flows=flows, hosts=hosts)
+        return state, [state.feed_input(source, filter=filter, proto=proto, columns=columns)
+                       for source in inputs]
+    if workers > 1 and not all(isinstance(source, (str, Path)) for source in inputs):
+        raise InputFormatError("a pass in several workers needs paths (captures or packets "
+                               "Parquet)")
+    from traceflow.flows.table import SORT_KEY
+    from traceflow.scale.parallel import iter_tasks
+
+    tasks = [(inputs, (k, partitions), flows, hosts, filter, proto, columns)
+             for k in range(partitions)]
+    parts = [None] * partitions
+    for outcome in iter_tasks(_partition_pass, tasks, workers=workers, progress=False):
+        if not outcome.ok:
+            raise TraceflowError(outcome.error)
+        parts[outcome.index] = outcome.value
+    state = PacketPass(flows=flows, hosts=hosts)
+    for _, snapshot in parts:
+        state.absorb(snapshot)
+    if not flows:
+        return state, [None] * len(inputs)
+    tables = []
+    for i in range(len(inputs)):
+        # a connection's packets are all in one partition, so only one of equal endpoints and
+        # start: in each partition the connections are numbered in the order they started
+        table = pl.concat([tables_of[i] for tables_of, _ in parts], how="vertical").sort(
+            [*SORT_KEY[:-1], "part", "conn"], nulls_last=True, maintain_order=True)
+        table = table.drop("part", "conn")
+        if "flow_id" in table.columns:
+            table = table.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+        tables.append(table)
+    return state, tables
+
+
+def _partition_pass(task):
+    """The pass of one hash partition (a task of :func:`stream_inputs`, top level so that worker
+    processes can import it): ``(each input's flow table or None, the pass's snapshot)``."""
+    inputs, part, flows, hosts, filter, proto, columns = task
+    state = PacketPass(flows=flows, hosts=hosts, part=part)
+    try:
+        tables = [state.feed_input(source, filter=filter, proto=proto, columns=columns)
+                  for source in inputs]
+        return tables, state.snapshot()
+    finally:
+        state.spool.close()
 
 
 class _Pending:
@@ -435,10 +545,6 @@ class _Pending:
         if 0 < 2 * self.left < self.alive.size:
             self.columns, self.alive = _rows(self.columns, self.alive), None
         return out
-
-    def first(self):
-        """The smallest timestamp still buffered (a piece is dropped once none is left)."""
-        return (self.columns["ts"] if self.alive is None else self.columns["ts"][self.alive]).min()
 
     @classmethod
     def compacted(cls, pieces):

@@ -115,6 +115,8 @@ def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, ret
     Failures do not stop the other tasks: a task that still raises after ``retries`` retries is
     yielded with ``error`` set. ``done``/``total`` let the progress bar count work finished in an
     earlier run (a resumed sweep). ``label`` names the tasks in the progress bar and in Dask keys.
+    The warnings of tasks run in other processes are issued again here, each text once (tasks
+    that read the same input, such as the hash partitions of one capture, warn alike).
     """
     items = list(items)
     check_executor(executor, workers, scheduler)
@@ -126,13 +128,16 @@ def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, ret
         outcomes, remote = _iter_inline(fn, items, retries), False
     else:
         outcomes = _iter_pool(_Warned(fn), items, workers or default_workers(), retries)
+    warned = set()
     with progress_bar(total, label=label, enabled=progress and bool(items), done=done) as bar:
         for outcome in outcomes:
             bar.update(1)
             if remote and outcome.ok:
                 value, messages = outcome.value
                 for message in messages:
-                    warn(message)
+                    if message not in warned:
+                        warned.add(message)
+                        warn(message)
                 outcome = dataclasses.replace(outcome, value=value)
             yield outcome
 
