@@ -9,6 +9,7 @@ A :class:`TraceflowWarning` (raised through :func:`warn`) is something the user 
 result that is still produced: a capture cut short, an estimate that is a guess. The CLI prints each
 as one line ``traceflow: warning: ...`` on stderr; from Python they are ordinary warnings.
 """
+import contextlib
 import errno
 import os
 import re
@@ -37,6 +38,19 @@ class TraceflowError(Exception):
 
 class InputFormatError(TraceflowError):
     """A malformed or unsupported input file (capture, table, model, scenario)."""
+
+
+@contextlib.contextmanager
+def about(path):
+    """Within the block, an :class:`InputFormatError` that names no file is about ``path`` (the
+    input the block reads; None: nothing is named) and is raised again naming it."""
+    try:
+        yield
+    except InputFormatError as exc:
+        if exc.path is not None or path is None:
+            raise
+        raise InputFormatError(exc.reason, path=path, offset=exc.offset,
+                               record=exc.record) from None
 
 
 class ScenarioError(TraceflowError):

@@ -46,10 +46,11 @@ import numpy as np
 import polars as pl
 
 from traceflow import compare as cmp
-from traceflow.errors import InputFormatError, TraceflowError
+from traceflow.errors import InputFormatError, TraceflowError, about
 from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
 from traceflow.scale.memory import trim_heap
 from traceflow.scale.spool import SPOOL_BYTES, Spool
+from traceflow.stats.bins import check_span
 
 #: finished connections whose packets are reduced together (the reductions have a fixed cost
 #: per call)
@@ -196,7 +197,8 @@ class PacketPass:
         self.raw, self.pending, self.done = [], [], []   # the host thread's (see _host)
         self.queued = deque()
         made = self._made(source, filter, proto, batch_size)
-        with ThreadPoolExecutor(1, thread_name_prefix="fit-hosts") as self.pool:
+        with (about(source if isinstance(source, (str, Path)) else None),
+              ThreadPoolExecutor(1, thread_name_prefix="fit-hosts") as self.pool):
             try:
                 with Prefetch(made, name="fit-batches") as batches:
                     for facts, prepared in batches:
@@ -279,6 +281,7 @@ class PacketPass:
             self.origin = facts["first_tcp"]
         self.start = facts["lo"] if self.start is None else min(self.start, facts["lo"])
         self.end = facts["hi"] if self.end is None else max(self.end, facts["hi"])
+        check_span(self.start, self.end, cmp.BIN_NS)     # the series' bins, before any is made
         self.packets += facts["packets"]
         self.bytes += facts["bytes"]
         if self.synacks is not None:
@@ -476,14 +479,14 @@ def stream_inputs(inputs, *, workers=1, partitions=None, flows=True, hosts=True,
         raise InputFormatError("a pass in several workers needs paths (captures or packets "
                                "Parquet)")
     from traceflow.flows.table import SORT_KEY
-    from traceflow.scale.parallel import iter_tasks
+    from traceflow.scale.parallel import TaskError, iter_tasks
 
     tasks = [(inputs, (k, partitions), flows, hosts, filter, proto, columns)
              for k in range(partitions)]
     parts = [None] * partitions
     for outcome in iter_tasks(_partition_pass, tasks, workers=workers, progress=False):
-        if not outcome.ok:
-            raise TraceflowError(outcome.error)
+        if not outcome.ok:     # a bad input: the one-line message a single pass gives
+            raise TraceflowError(outcome.error) if outcome.user_error else TaskError(outcome)
         parts[outcome.index] = outcome.value
     state = PacketPass(flows=flows, hosts=hosts)
     for _, snapshot in parts:

@@ -13,9 +13,28 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from traceflow.errors import InputFormatError
+
 SERIES_SCHEMA = {"t": pl.Datetime("ns"), "bytes": pl.Int64, "packets": pl.Int64}
+#: bins a series may span (2 GiB of counts and sums; at 10 ms, 31 days): beyond, the
+#: timestamps are taken for a clock step (a packet stamped 1970 among 2012's took 999 GiB)
+MAX_BINS = 1 << 28
 BLOCK_BITS = 14
 BLOCK = 1 << BLOCK_BITS  # bins per block of storage (256 KiB of counts and sums)
+
+
+def check_span(lo, hi, width):
+    """Refuse (:class:`~traceflow.errors.InputFormatError`) a series of bins ``width`` ns wide
+    from ``lo`` to ``hi`` (ns) longer than :data:`MAX_BINS`."""
+    from traceflow import units
+
+    if (hi - lo) // width < MAX_BINS:
+        return
+    raise InputFormatError(
+        f"the packets' timestamps span {(hi - lo) / 86400e9:.3g} days ({units.timestamp(lo)} to "
+        f"{units.timestamp(hi)}): a series of {units.duration(width / 1e9)} bins would have "
+        f"{(hi - lo) // width + 1:.3g} of them (at most {MAX_BINS:.3g}); a clock step? keep one "
+        f"period, e.g. --filter \"ts >= TIMESTAMP '{units.timestamp(hi)[:10]}'\"")
 
 
 class SeriesBins:
@@ -41,6 +60,8 @@ class SeriesBins:
         lo, hi = int(ts.min()), int(ts.max())
         self.ts_min = lo if self.ts_min is None else min(self.ts_min, lo)
         self.ts_max = hi if self.ts_max is None else max(self.ts_max, hi)
+        check_span(self.ts_min if self.start is None else max(self.ts_min, self.start),
+                   self.ts_max if self.end is None else min(self.ts_max, self.end), self.width)
         if self.start is not None or self.end is not None:
             keep = np.ones(ts.size, dtype=bool)
             if self.start is not None:

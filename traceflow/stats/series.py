@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from traceflow.errors import InputFormatError, TraceflowError
+from traceflow.errors import InputFormatError, TraceflowError, about
 from traceflow.stats.bins import SeriesBins
 
 
@@ -241,8 +241,9 @@ def _bin_part(part, *, path, direction, filter, proto, size, batch_size):
     wanted = {"ts", "wirelen", *(["ip_len"] if size == "ip_len" else []),
               *(expr.meta.root_names() if expr is not None else []),
               *([direction.partition(":")[0]] if direction else [])}
-    for df in _packet_batches(path, wanted, batch_size, chunk):
-        _add_packets(bins, select_packets(df, direction, filter, proto), size)
+    with about(path):
+        for df in _packet_batches(path, wanted, batch_size, chunk):
+            _add_packets(bins, select_packets(df, direction, filter, proto), size)
     return bins
 
 
