@@ -36,6 +36,23 @@ def test_passes_of_hash_partitions_merge_into_the_single_pass(name):
     assert merged.synacks.table().equals(one.synacks.table())
 
 
+def test_more_partitions_than_connections_of_some_inputs():
+    """Seven partitions over the two inputs of one testbed run, over a web capture of 61 flows
+    and over an IPv6 capture of one TCP connection among 41 other flows (most partitions hold
+    none); every table and the facts are still the single pass's. (A pass's inputs are one span
+    of time: captures years apart are refused as a clock step.)"""
+    for paths in ([shared_path("testbed", "rtt3dev", side) for side in ("client_side.pcap.gz",
+                                                                        "server_side.pcap.gz")],
+                  [shared_path("captures", "ndpi_netflix.pcap")],
+                  [shared_path("formats", "arkime_v6.pcap")]):
+        one, tables = stream_inputs(paths, columns=FLOW_COLUMNS)
+        merged, parts_tables = stream_inputs(paths, partitions=7, columns=FLOW_COLUMNS)
+        assert all(a.equals(b) for a, b in zip(tables, parts_tables))
+        assert merged.hosts.result() == one.hosts.result()
+        assert np.array_equal(merged.data.busy(), one.data.busy())
+        assert merged.exchanges == one.exchanges
+
+
 def test_hosts_only_pass_of_partitions_merges_into_the_single_pass():
     """The ``--hosts-from`` pass (end-host facts only) of two inputs, in 2 partitions. Oracle
     besides the single pass: the testbed's Linux senders start with 10 segments, as the server
@@ -80,10 +97,11 @@ def test_bins_merge_on_one_grid():
 
 def test_cli_workers_write_the_single_pass_model(tmp_path):
     """In worker processes: the same model file, byte for byte, with and without
-    ``--hosts-from``."""
+    ``--hosts-from``, and of two inputs."""
     server = shared_path("testbed", "rtt3dev", "server_side.pcap.gz")
     client = shared_path("testbed", "rtt3dev", "client_side.pcap.gz")
-    for name, extra in (("alone", []), ("hosts", ["--hosts-from", str(client)])):
+    for name, extra in (("alone", []), ("hosts", ["--hosts-from", str(client)]),
+                        ("two inputs", [str(client)])):
         outs = []
         for workers in (1, 2):
             out = tmp_path / f"{name}{workers}.json"

@@ -345,9 +345,13 @@ class HostFacts:
                             for name in ("legs", "flight", *_AS_REDUCED)}}
 
     def absorb(self, parts):
-        """Add the facts of other connections (:meth:`parts` of another instance). The
-        statistics of :meth:`result` do not depend on the order of the connections (the first
-        flights are read back in the pairs of frames they were kept in)."""
+        """Add the facts of other connections (:meth:`parts` of another instance; connection
+        ids unique across both). The statistics of :meth:`result` do not depend on the order
+        of the connections (the first flights are read back in the pairs of frames they were
+        kept in). Each instance kept first-flight points below its own running bound (the
+        class docstring): the merged facts are those one instance of every connection gives
+        whenever both bounds reach the final cut, i.e. unless nearly all of a part's later
+        connections have a longer sender leg than every earlier one."""
         self._flush()
         for name, counts in parts["counted"].items():
             if counts is not None:
