@@ -16,8 +16,9 @@ import polars as pl
 from traceflow.errors import InputFormatError
 
 SERIES_SCHEMA = {"t": pl.Datetime("ns"), "bytes": pl.Int64, "packets": pl.Int64}
-#: bins a series may span (2 GiB of counts and sums; at 10 ms, 31 days): beyond, the
-#: timestamps are taken for a clock step (a packet stamped 1970 among 2012's took 999 GiB)
+#: bins a series may span (at 10 ms, 31 days; 4 GiB of int64 counts and sums, 2 GiB of
+#: fit's float64 sums): beyond, the timestamps are taken for a clock step (a packet stamped
+#: 1970 among 2012's asked for 999 GiB)
 MAX_BINS = 1 << 28
 BLOCK_BITS = 14
 BLOCK = 1 << BLOCK_BITS  # bins per block of storage (256 KiB of counts and sums)
