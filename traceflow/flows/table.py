@@ -158,8 +158,7 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, ba
         notes.append(parts[0][2])
     out = pl.concat([table for table, *_ in parts], how="vertical")
     if partitions > 1 or not parts[0][1]:
-        out = out.sort([*SORT_KEY[:-1], "part", "conn"], nulls_last=True, maintain_order=True)
-        out = out.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+        out = _resorted(out, ties=("part", "conn"))
     table = out.select(list(FLOW_SCHEMA))
     if not want_samples:
         return table, None
@@ -832,7 +831,13 @@ def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sin
     return stream.in_order
 
 
-def _resorted(table):
-    """``table`` in :data:`SORT_KEY` order (equal keys keep their order), numbered again."""
-    return table.sort(SORT_KEY[:-1], nulls_last=True, maintain_order=True).with_columns(
-        flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+def _resorted(table, ties=()):
+    """``table`` in :data:`SORT_KEY` order, exact ties broken by the columns ``ties`` (then
+    equal keys keep their order), its ``flow_id`` (if it has one) numbered again. The flow
+    tables of hash partitions, concatenated, take ``ties=("part", "conn")``: in a partition the
+    connections are numbered in the order they started, and an endpoint pair is in one
+    partition only, so that is the order of one pass."""
+    table = table.sort([*SORT_KEY[:-1], *ties], nulls_last=True, maintain_order=True)
+    if "flow_id" not in table.columns:
+        return table
+    return table.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))

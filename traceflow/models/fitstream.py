@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from traceflow import compare as cmp
-from traceflow.errors import InputFormatError, TraceflowError, about
+from traceflow.errors import InputFormatError, about
 from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
 from traceflow.scale.memory import trim_heap
 from traceflow.scale.spool import SPOOL_BYTES, Spool
@@ -180,7 +180,6 @@ class PacketPass:
         # the end-host facts' connection ids: (the input's first + the stream's) * n + k, one
         # per connection of every input and partition (the stream numbers an input's from 0)
         self.conn_base = 0
-        self.conn_top = 0            # the input's connection ids buffered so far are below
 
     # ------------------------------------------------------------------ one input
 
@@ -209,7 +208,7 @@ class PacketPass:
                 self._released(self.stream.release())
                 self._host(self._reduce)
                 self._apply(wait=True)
-                self.conn_base, self.conn_top = self.conn_base + self.conn_top, 0
+                self.conn_base += self.stream.splitter.n_conns
             finally:
                 for job in self.queued:
                     job.cancel()
@@ -345,7 +344,6 @@ class PacketPass:
         if not np.array_equal(pk.pop("frame"), extra.pop("frame")):
             raise AssertionError("packets and their host columns out of step")
         pk.update(extra, conn=conn[tcp].astype(np.uint32), a_side=(fwd[tcp] == 1).view(np.uint8))
-        self.conn_top = max(self.conn_top, int(pk["conn"].max()) + 1)
         self.pending.append(_Pending(pk))
 
     def _ended(self, conns):
@@ -478,32 +476,24 @@ def stream_inputs(inputs, *, workers=1, partitions=None, flows=True, hosts=True,
     if workers > 1 and not all(isinstance(source, (str, Path)) for source in inputs):
         raise InputFormatError("a pass in several workers needs paths (captures or packets "
                                "Parquet)")
-    from traceflow.flows.table import SORT_KEY
-    from traceflow.scale.parallel import TaskError, iter_tasks
+    from traceflow.flows.table import _resorted
+    from traceflow.scale.parallel import iter_tasks, task_failure
 
     tasks = [(inputs, (k, partitions), flows, hosts, filter, proto, columns)
              for k in range(partitions)]
     parts = [None] * partitions
     for outcome in iter_tasks(_partition_pass, tasks, workers=workers, progress=False):
         if not outcome.ok:     # a bad input: the one-line message a single pass gives
-            raise TraceflowError(outcome.error) if outcome.user_error else TaskError(outcome)
+            raise task_failure(outcome)
         parts[outcome.index] = outcome.value
     state = PacketPass(flows=flows, hosts=hosts)
     for _, snapshot in parts:
         state.absorb(snapshot)
     if not flows:
         return state, [None] * len(inputs)
-    tables = []
-    for i in range(len(inputs)):
-        # a connection's packets are all in one partition, so only one of equal endpoints and
-        # start: in each partition the connections are numbered in the order they started
-        table = pl.concat([tables_of[i] for tables_of, _ in parts], how="vertical").sort(
-            [*SORT_KEY[:-1], "part", "conn"], nulls_last=True, maintain_order=True)
-        table = table.drop("part", "conn")
-        if "flow_id" in table.columns:
-            table = table.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
-        tables.append(table)
-    return state, tables
+    return state, [_resorted(pl.concat([tables_of[i] for tables_of, _ in parts], how="vertical"),
+                             ties=("part", "conn")).drop("part", "conn")
+                   for i in range(len(inputs))]
 
 
 def _partition_pass(task):

@@ -67,6 +67,12 @@ class TaskError(TraceflowError):
                          f"{outcome.error}")
 
 
+def task_failure(outcome):
+    """What a failed task (an :class:`Outcome`) raises where one process would have run it: a
+    user error (a bad input) as its one-line message, anything else as a :class:`TaskError`."""
+    return TraceflowError(outcome.error) if outcome.user_error else TaskError(outcome)
+
+
 def default_workers():
     """Number of CPUs this process may use."""
     try:

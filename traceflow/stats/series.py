@@ -189,7 +189,7 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
         if not bins.aligned:
             bins = task((SeriesBins(width, start=bins.lo), None))
         return bins
-    from traceflow.scale.parallel import TaskError, iter_tasks
+    from traceflow.scale.parallel import iter_tasks, task_failure
 
     def run(empty):
         parts = [None] * len(chunks)
@@ -197,7 +197,7 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
                                   executor=executor, workers=workers, scheduler=scheduler,
                                   progress=False):
             if not outcome.ok:     # a bad record: the one-line message a single pass gives
-                raise TraceflowError(outcome.error) if outcome.user_error else TaskError(outcome)
+                raise task_failure(outcome)
             parts[outcome.index] = outcome.value
         for part in parts:
             empty.merge(part)
