@@ -5,6 +5,7 @@ themselves are checked against tshark and the testbed ground truth in test_flows
 import subprocess
 import sys
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -111,3 +112,87 @@ def test_backward_clock_step_is_reported_not_reordered():
     assert table.equals(flows(packets))
     assert notes[0]["steps"] == 1 and notes[0]["largest_step_s"] == pytest.approx(44.602753)
     assert notes[0]["reordered"] == notes[0]["late"] == 0
+
+
+def _split_all(cols, idle_ns, max_rows):
+    """Feed ``cols`` to a FlowSplitter holding ``max_rows`` rows, taking its rows whenever
+    they fill: (the rows in the order they were finished, how often the rows filled)."""
+    from traceflow.flows.flowsplit import FlowSplitter
+
+    splitter, first, pieces, fills = FlowSplitter(idle_ns, max_rows=max_rows), 0, [], 0
+    n = cols["ts"].size
+    while first < n:
+        used, _ = splitter.feed({k: v[first:] for k, v in cols.items()}, True, n)
+        assert used > 0 or splitter.rows_full
+        fills += splitter.rows_full
+        pieces.append(splitter.finished())
+        first += used
+    splitter.close()
+    pieces.append(splitter.finished())
+    return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}, fills
+
+
+def _udp_packets(n_pairs, idle_ns):
+    """One UDP packet from each of ``n_pairs`` hosts, then one from another host after the idle
+    timeout, whose expiry sweep finishes the ``n_pairs`` connections at once."""
+    from traceflow.flows.flowsplit import NO_SWEEP
+
+    n = n_pairs + 1
+    cols = {"ts": np.r_[np.arange(n_pairs), 2 * idle_ns].astype(np.int64),
+            "src_hi": np.zeros(n, np.uint64), "src_lo": np.arange(1, n + 1, dtype=np.uint64),
+            "dst_hi": np.zeros(n, np.uint64), "dst_lo": np.full(n, 1000, np.uint64),
+            "sport": np.full(n, 5000, np.uint16), "dport": np.full(n, 53, np.uint16),
+            "has_ports": np.ones(n, np.uint8), "proto": np.full(n, 17, np.uint8),
+            "ip_version": np.full(n, 4, np.uint8), "is_tcp": np.zeros(n, np.uint8),
+            "flags": np.zeros(n, np.uint16), "seq": np.zeros(n, np.uint32),
+            "payload": np.full(n, 20, np.int64), "ip_len": np.full(n, 48, np.int64),
+            "wirelen": np.full(n, 62, np.int64), "sweep": np.full(n, NO_SWEEP, np.int64),
+            "pos": np.arange(n, dtype=np.int64)}
+    cols["sweep"][-1] = 2 * idle_ns
+    return cols
+
+
+def test_full_rows_buffer_resumes_where_it_stopped():
+    """The splitter's buffer of finished rows is bounded (``max_rows``): an expiry sweep that
+    finishes more connections than it holds stops and resumes, and a split stops before its
+    packet. The rows, in order, are those of an unbounded buffer: a sweep finishing 10
+    connections at once, and a real capture at a 2 s timeout (298 of its 299 connections
+    finished by sweeps and splits inside the stream)."""
+    from traceflow.flows.flowsplit import StreamClock
+    from traceflow.flows.table import _ip_packets, _kernel_frame
+
+    idle = 2 * 10**9
+    burst = _udp_packets(10, idle)
+    df = _kernel_frame(_ip_packets(pl.from_arrow(
+        read_packets(shared_path("captures", "slips_test-cc-capture-1.pcap"))), 1))
+    day = {c: df[c].to_numpy() for c in df.columns}
+    day["sweep"] = StreamClock(idle).sweeps(day["ts"], df.height)
+    day["pos"] = np.arange(df.height)
+    for cols, at_sweep in ((burst, 10), (day, None)):
+        whole, fills = _split_all(cols, idle, 1 << 20)
+        assert fills == 0 and whole["conn"].size > 10
+        if at_sweep:       # the sweep, not the end, finished them
+            assert whole["at_end"][:at_sweep].sum() == 0
+        for rows in (1, 3, 17):
+            bounded, fills = _split_all(cols, idle, rows)
+            assert fills >= (whole["at_end"] == 0).sum() // rows - 1
+            assert bounded.keys() == whole.keys()
+            for name in whole:
+                assert np.array_equal(bounded[name], whole[name]), (rows, name)
+
+
+@pytest.mark.parametrize("folder,name", SMALL[:2])
+def test_any_rows_buffer_gives_the_same_flows(monkeypatch, folder, name):
+    """FlowStream hands the splitter's rows out when they fill (``COLLECT_ROWS``) and feeds
+    the rest of the batch at once: the flows and RTT samples are the same for any buffer,
+    with expiry sweeps inside the stream (0.05 s timeout) and without."""
+    import traceflow.flows.table as table
+
+    packets = read_packets(shared_path(folder, name))
+    for timeout in (0.05, 300.0):
+        want = flows_with_rtt_samples(packets, idle_timeout=timeout, batch_size=4096)
+        for rows in (1, 5):
+            monkeypatch.setattr(table, "COLLECT_ROWS", rows)
+            got = flows_with_rtt_samples(packets, idle_timeout=timeout, batch_size=4096)
+            monkeypatch.undo()
+            assert got[0].equals(want[0]) and got[1].equals(want[1]), (timeout, rows)

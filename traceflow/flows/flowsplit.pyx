@@ -208,8 +208,14 @@ cdef class FlowSplitter:
 
     A pair's state is dropped (its connection finished) once the capture's clock
     (:class:`StreamClock`) is more than ``idle_ns`` past the pair's last packet.
+
+    ``max_rows``: finished connections' rows held until :meth:`finished` hands them out. When
+    they fill it (an expiry sweep too, which resumes where it stopped), :meth:`feed` stops with
+    ``rows_full`` set: hand the rows out and feed the rest. The rows of the open connections
+    (hundreds of bytes each) are then never all reserved at once, whatever their number.
     """
-    cdef readonly int64_t idle_ns, n_conns, n_open, n_rows
+    cdef readonly int64_t idle_ns, n_conns, n_open, n_rows, max_rows
+    cdef readonly bint rows_full
     cdef int64_t n_pairs_cap, free_pair
     cdef object _pk, _pp, _pd, _rows_arr, _table_arr
     # C-contiguous: the kernel's many field reads need no stride multiplication
@@ -221,8 +227,12 @@ cdef class FlowSplitter:
     cdef uint64_t mask
     cdef vector[cmap[int64_t, int64_t]] cover   # payload ranges of irregular directions
 
-    def __init__(self, int64_t idle_ns):
+    def __init__(self, int64_t idle_ns, int64_t max_rows=1 << 13):
+        if max_rows < 1:
+            raise ValueError("max_rows must be at least 1")
         self.idle_ns = idle_ns
+        self.max_rows = max_rows
+        self.rows_full = False
         self.n_conns = self.n_open = 0
         self.n_pairs_cap = 0
         self.free_pair = -1
@@ -268,21 +278,28 @@ cdef class FlowSplitter:
                 self.table[j] = q
 
     cdef _reset_rows(self):
-        self._rows_arr = np.zeros((256, NROW), dtype=np.int64)
-        self.rows = self._rows_arr
+        # the buffer is kept unless close() or expire() made it larger than max_rows
+        if self._rows_arr is None or self.rows.shape[0] > self.max_rows:
+            self._rows_arr = np.zeros((min(256, self.max_rows), NROW), dtype=np.int64)
+            self.rows = self._rows_arr
         self.n_rows = 0
+        self.rows_full = False
 
     cdef _room(self, int64_t rows):
-        """Room for ``rows`` finished rows in all and for one more pair (the kernel's loop runs
-        without the GIL, so it allocates nothing: it stops where it needs more)."""
+        """Room for ``rows`` finished rows in all (growing the buffer at least twofold) and for
+        one more pair (the kernel's loop runs without the GIL, so it allocates nothing: it stops
+        where it needs more)."""
         cdef int64_t cap = self.rows.shape[0]
         if rows > cap:
-            grown = np.zeros((max(rows, 2 * cap), NROW), dtype=np.int64)
-            grown[:self.n_rows] = self._rows_arr[:self.n_rows]
-            self._rows_arr = grown
-            self.rows = grown
+            self._grow_rows(max(rows, 2 * cap))
         if self.free_pair < 0:
             self._grow_pairs(2 * self.n_pairs_cap)
+
+    cdef _grow_rows(self, int64_t capacity):
+        grown = np.zeros((capacity, NROW), dtype=np.int64)
+        grown[:self.n_rows] = self._rows_arr[:self.n_rows]
+        self._rows_arr = grown
+        self.rows = grown
 
     cdef int64_t _lookup(self, uint64_t a_hi, uint64_t a_lo, uint64_t b_hi, uint64_t b_lo,
                          uint16_t pa, uint16_t pb, uint8_t proto) noexcept nogil:
@@ -353,16 +370,23 @@ cdef class FlowSplitter:
         self._room(self.n_rows + self.n_open)
         self._expire(clock)
 
-    cdef void _expire(self, int64_t clock) noexcept nogil:
-        """Finish the connections of pairs silent for more than the idle timeout at ``clock``."""
+    cdef bint _expire(self, int64_t clock) noexcept nogil:
+        """Finish the connections of pairs silent for more than the idle timeout at ``clock``,
+        as many as the rows buffer holds: False if it filled first (the same call finishes the
+        rest, in the same order, once there is room)."""
         cdef int64_t q, n = 0
+        cdef bint done = True
         for q in range(self.n_pairs_cap):
             if self.p[q, P_USED] and clock - self.p[q, P_PAIR_TS] > self.idle_ns:
+                if self.n_rows >= self.rows.shape[0]:
+                    done = False
+                    break
                 self._emit(q, False)
                 self._free(q)
                 n += 1
         if n:
             self._reindex()
+        return done
 
     cdef void _free(self, int64_t q) noexcept nogil:
         self.p[q, P_USED] = 0
@@ -415,7 +439,9 @@ cdef class FlowSplitter:
 
         A lone-timestamp decision may need packets after the ones fed: unless ``final``, the
         kernel stops before the first packet it cannot decide yet and returns how many it
-        consumed; feed the rest again in front of the next batch.
+        consumed; feed the rest again in front of the next batch. It also stops when the
+        finished rows fill ``max_rows`` (``rows_full``): take them (:meth:`finished`) and feed
+        the rest at once.
 
         The expiry sweeps and the look-ahead run on the whole stream's packets, even when the
         splitter is fed only part of it (one hash partition of the endpoint pairs), so that its
@@ -483,19 +509,21 @@ cdef class FlowSplitter:
         cdef int64_t lookahead = LOOKAHEAD
         cdef int status
         # The loop runs without the GIL and allocates nothing: before each packet it checks
-        # that there is a free pair and room for the rows the packet can finish (an expiry
-        # sweep's, and its own), else it stops there and the room is made with the GIL.
+        # that there is a free pair and room for a row (an expiry sweep stops when the rows fill
+        # and is run again), else it stops there and the room is made with the GIL, up to
+        # max_rows rows; beyond, feed returns with rows_full.
         while True:
             status = _DONE
             with nogil:
                 for i in range(first, n):
-                    if self.free_pair < 0 or self.n_rows + 1 + (
-                            self.n_open if sweep[i] != INT64_MIN else 0) > self.rows.shape[0]:
+                    if self.free_pair < 0 or self.n_rows >= self.rows.shape[0]:
                         status, stop = _ROOM, i
                         break
                     t = ts[i]
-                    if sweep[i] != INT64_MIN:
-                        self._expire(sweep[i])
+                    if sweep[i] != INT64_MIN and (not self._expire(sweep[i])
+                                                  or self.n_rows >= self.rows.shape[0]):
+                        status, stop = _ROOM, i     # the sweep (done: a no-op) runs again
+                        break
                     dd = _src_first(src_hi[i], src_lo[i], sport[i], dst_hi[i], dst_lo[i], dport[i])
                     fwd[i] = dd
                     if dd:
@@ -630,7 +658,13 @@ cdef class FlowSplitter:
                 return stop
             if status == _NEXT:
                 return -1 - stop
-            self._room(self.n_rows + 1 + self.n_open)
+            if self.n_rows >= self.rows.shape[0]:
+                if self.rows.shape[0] >= self.max_rows:
+                    self.rows_full = True
+                    return stop
+                self._grow_rows(min(2 * self.rows.shape[0], self.max_rows))
+            else:
+                self._room(self.n_rows)     # a free pair
             first = stop
 
 

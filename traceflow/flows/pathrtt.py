@@ -47,8 +47,9 @@ def connection_rtts(path):
     halves = path.group_by("conn").agg(
         *[pl.col("rtt").filter(pl.col("side") == s).min().alias(f"min_{s}") for s in (0, 1)],
         n=pl.len(),
-        rtt_median=pl.col("path").drop_nulls().quantile(0.5, "linear") / 1e9,
-        rtt_p90=pl.col("path").drop_nulls().quantile(0.9, "linear") / 1e9)
+        # times 1e-9 (as Polars divides over more than one group: see table.py's _rtts)
+        rtt_median=pl.col("path").drop_nulls().quantile(0.5, "linear") * 1e-9,
+        rtt_p90=pl.col("path").drop_nulls().quantile(0.9, "linear") * 1e-9)
     both = pl.col("min_0").is_not_null() & pl.col("min_1").is_not_null()
     # NumPy divides exactly (Polars multiplies long columns by the reciprocal)
     seconds = (halves["min_0"] + halves["min_1"]).fill_null(0).to_numpy() / 1e9

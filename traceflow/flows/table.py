@@ -101,7 +101,10 @@ DURATION = pl.max_horizontal(pl.col("end") - pl.col("start"), pl.duration(nanose
     FLOW_SCHEMA["duration"])
 
 BATCH_ROWS = 1 << 16    # packets per batch when streaming an input
-COLLECT_ROWS = 1 << 13  # finished connections turned into flow rows at a time
+#: finished connections turned into flow rows at a time, and the most the splitter holds (its
+#: rows buffer: 4 MB; it reserved room for every open connection's row before, 17-34 MB at
+#: dev10m's 18k open connections)
+COLLECT_ROWS = 1 << 13
 
 
 def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS,
@@ -233,7 +236,7 @@ class FlowStream:
         from traceflow.flows.rttsample import RttSampler
 
         self.idle_ns = int(round(idle_timeout * 1e9))
-        self.splitter = FlowSplitter(self.idle_ns)
+        self.splitter = FlowSplitter(self.idle_ns, max_rows=COLLECT_ROWS)
         self.sampler = RttSampler(self.idle_ns, timestamps)
         self.part = part
         self.rows = 0           # packet rows fed (frame numbers)
@@ -418,15 +421,20 @@ class FlowStream:
         if self.carry is not None:
             df = self.carry if df is None else pl.concat([self.carry, df])
         self.carry = None
-        if df is None:
-            return
-        used, out = self.splitter.feed({c: df[c].to_numpy() for c in _KERNEL_COLUMNS}, final,
-                                       horizon=self.seen)
-        if used < df.height:
-            self.carry = df.slice(used)
-        if used == 0:
-            return
-        done = df.slice(0, used)
+        while df is not None:
+            used, out = self.splitter.feed({c: df[c].to_numpy() for c in _KERNEL_COLUMNS}, final,
+                                           horizon=self.seen)
+            rest = df.slice(used) if used < df.height else None
+            if used:
+                self._sample(df.slice(0, used), out)
+            full = self.splitter.rows_full      # stopped to hand its rows out: go on at once
+            if full or self.splitter.n_rows >= COLLECT_ROWS:  # a fixed cost per call
+                self._collect()
+            df, self.carry = (rest, None) if full else (None, rest)
+
+    def _sample(self, done, out):
+        """The splitter consumed ``done`` (its output ``out``): the RTT samples and the
+        ``on_packets`` hook."""
         self.last_ts = done["ts"][-1]
         if self.on_packets is not None:
             self.on_packets(done, out)
@@ -437,8 +445,6 @@ class FlowStream:
             "conn", "ts", "side", "rtt",
             *(("frame", "opening_frame") if self.samples is not None else ()))
         self.pending = samples if self.pending is None else pl.concat([self.pending, samples])
-        if self.splitter.n_rows >= COLLECT_ROWS:   # finishing rows has a fixed cost per call
-            self._collect()
 
     def _collect(self):
         """Flow rows of the connections the splitter finished."""
@@ -545,8 +551,11 @@ def _rtts(conns, idle_ns):
     sa_ok = pl.when(client_a).then("synack_b").otherwise("synack_a") <= 1
 
     def interval(since, until, ok=True):
+        # times 1e-9, as Polars divides columns of more than one row by a constant: a
+        # connection's value does not depend on how many were finished with it (a one-row
+        # frame is divided exactly)
         dt = at(until) - at(since)
-        return pl.when(ok & (dt >= 0) & (dt <= idle_ns)).then(dt / 1e9)
+        return pl.when(ok & (dt >= 0) & (dt <= idle_ns)).then(dt * 1e-9)
 
     has_syn, has_sa, has_ack = (pl.col(c) >= 0 for c in ("t_syn", "t_synack", "t_ack"))
     return conns.with_columns(
