@@ -69,3 +69,24 @@ def test_cli_workers_matches_tshark_conversations(tmp_path):
     tshark_conversations = sum(1 for line in conv.splitlines() if "<->" in line)
     tcp = tables[0].filter(pl.col("proto") == 6)
     assert tcp.height == tshark_conversations > 10
+
+
+def test_cli_workers_report_a_bad_record_as_one_pass_does(tmp_path):
+    """A record no decoder can read, met in the worker processes: the one line and exit status
+    (2, the input's fault) of one process, nothing written."""
+    import struct
+
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                    + struct.pack("<IIII", 1, 0, 2**31 - 1, 2**31 - 1) + b"x" * 100)
+    runs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}.parquet"
+        runs.append(subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", "flows",
+                                    str(bad), "-o", str(out), "--workers", workers],
+                                   capture_output=True, text=True))
+        assert not out.exists()
+    assert [r.returncode for r in runs] == [2, 2]
+    assert runs[1].stderr == runs[0].stderr
+    assert runs[0].stderr.count("\n") == 1 and str(bad) in runs[0].stderr
+    assert "exceeds the snapshot length" in runs[0].stderr

@@ -68,7 +68,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from traceflow.errors import InputFormatError, TraceflowError
+from traceflow.errors import InputFormatError
 from traceflow.flows.pathrtt import RTT_COLUMNS
 from traceflow.pcap.schema import TCP
 
@@ -148,12 +148,12 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, ba
         if not isinstance(packets, (str, Path)):
             raise InputFormatError("flows in several workers need a path (a capture or packets "
                                    "Parquet)")
-        from traceflow.scale.parallel import iter_tasks
+        from traceflow.scale.parallel import iter_tasks, task_failure
 
         parts = [None] * partitions
         for outcome in iter_tasks(_partition_flows, args, workers=workers, progress=False):
-            if not outcome.ok:
-                raise TraceflowError(outcome.error)
+            if not outcome.ok:     # a bad input: the one-line message a single pass gives
+                raise task_failure(outcome)
             parts[outcome.index] = outcome.value
     else:
         parts = [_partition_flows(a) for a in args]
