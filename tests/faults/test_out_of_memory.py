@@ -3,7 +3,9 @@ a thread that cannot start, a C++ library that aborts on ``std::bad_alloc``, an 
 fails where CPython can only print it (an "unraisable" exception), and (slow) every
 address-space limit from the first import to the end of ``fit`` and ``flows``, not only the few
 the default suite samples (test_output_errors.py). Found by that sweep: at 506, 512, 548, 554
-and 560 MiB ``fit`` printed a traceback or died of SIGABRT instead, and at 644 MiB it hung."""
+and 560 MiB ``fit`` printed a traceback or died of SIGABRT instead, and at 644 MiB it hung; at
+650 MiB it hung in 1 run of 3 (a Rust backtrace printed for want of memory)."""
+import os
 import resource
 import subprocess
 import sys
@@ -98,6 +100,20 @@ def test_unraisable_memory_errors_are_not_printed_but_reported_once():
     assert proc.stdout.split() == ["True"]
     assert "MemoryError" not in proc.stderr
     assert "ValueError: a bug" in proc.stderr    # anything else is printed as Python does
+
+
+def test_rust_backtraces_are_off_under_a_memory_limit():
+    """A Rust panic for want of memory, with RUST_BACKTRACE set, deadlocked symbolizing its
+    backtrace (``fit`` at 650 MiB hung in 1 run of 3; the sweep below found it): under a limit
+    the command turns backtraces off, whatever the environment said."""
+    proc = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent("""
+        import os, resource
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+        from traceflow.cli import main
+        main._prepare_for_memory_limit()
+        print(os.environ["RUST_BACKTRACE"])
+    """)], capture_output=True, text=True, timeout=60, env={**os.environ, "RUST_BACKTRACE": "1"})
+    assert proc.stdout.split() == ["0"], proc.stderr
 
 
 @pytest.fixture(scope="module")
