@@ -664,7 +664,7 @@ cdef class FlowSplitter:
                     return stop
                 self._grow_rows(min(2 * self.rows.shape[0], self.max_rows))
             else:
-                self._room(self.n_rows)     # a free pair
+                self._grow_pairs(2 * self.n_pairs_cap)
             first = stop
 
 

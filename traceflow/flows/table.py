@@ -148,13 +148,10 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, ba
         if not isinstance(packets, (str, Path)):
             raise InputFormatError("flows in several workers need a path (a capture or packets "
                                    "Parquet)")
-        from traceflow.scale.parallel import iter_tasks, task_failure
+        from traceflow.scale.parallel import map_tasks
 
-        parts = [None] * partitions
-        for outcome in iter_tasks(_partition_flows, args, workers=workers, progress=False):
-            if not outcome.ok:     # a bad input: the one-line message a single pass gives
-                raise task_failure(outcome)
-            parts[outcome.index] = outcome.value
+        parts = map_tasks(_partition_flows, args, workers=workers, progress=False,
+                          user_errors=True)
     else:
         parts = [_partition_flows(a) for a in args]
     if notes is not None and parts[0][2] is not None:
@@ -428,7 +425,7 @@ class FlowStream:
             if used:
                 self._sample(df.slice(0, used), out)
             full = self.splitter.rows_full      # stopped to hand its rows out: go on at once
-            if full or self.splitter.n_rows >= COLLECT_ROWS:  # a fixed cost per call
+            if self.splitter.n_rows >= COLLECT_ROWS:  # (full too) a fixed cost per call
                 self._collect()
             df, self.carry = (rest, None) if full else (None, rest)
 

@@ -477,15 +477,11 @@ def stream_inputs(inputs, *, workers=1, partitions=None, flows=True, hosts=True,
         raise InputFormatError("a pass in several workers needs paths (captures or packets "
                                "Parquet)")
     from traceflow.flows.table import _resorted
-    from traceflow.scale.parallel import iter_tasks, task_failure
+    from traceflow.scale.parallel import map_tasks
 
     tasks = [(inputs, (k, partitions), flows, hosts, filter, proto, columns)
              for k in range(partitions)]
-    parts = [None] * partitions
-    for outcome in iter_tasks(_partition_pass, tasks, workers=workers, progress=False):
-        if not outcome.ok:     # a bad input: the one-line message a single pass gives
-            raise task_failure(outcome)
-        parts[outcome.index] = outcome.value
+    parts = map_tasks(_partition_pass, tasks, workers=workers, progress=False, user_errors=True)
     state = PacketPass(flows=flows, hosts=hosts)
     for _, snapshot in parts:
         state.absorb(snapshot)

@@ -67,12 +67,6 @@ class TaskError(TraceflowError):
                          f"{outcome.error}")
 
 
-def task_failure(outcome):
-    """What a failed task (an :class:`Outcome`) raises where one process would have run it: a
-    user error (a bad input) as its one-line message, anything else as a :class:`TaskError`."""
-    return TraceflowError(outcome.error) if outcome.user_error else TaskError(outcome)
-
-
 def default_workers():
     """Number of CPUs this process may use."""
     try:
@@ -164,11 +158,13 @@ class _Warned:
 
 
 def map_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retries=0,
-              label=None, progress=True):
+              label=None, progress=True, user_errors=False):
     """``[fn(item) for item in items]`` on the chosen executor; results in the order of ``items``.
 
     Raises :class:`TaskError` if a task still fails after ``retries`` retries (the other tasks are
-    cancelled).
+    cancelled); with ``user_errors``, a task's own :class:`TraceflowError` (a bad input) is
+    raised as its one-line message, as the task run in this process would (for the passes one
+    command splits over workers).
     """
     items = list(items)
     results = [None] * len(items)
@@ -177,6 +173,8 @@ def map_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retr
     with contextlib.closing(outcomes):
         for outcome in outcomes:
             if not outcome.ok:
+                if user_errors and outcome.user_error:
+                    raise TraceflowError(outcome.error)
                 raise TaskError(outcome, label)
             results[outcome.index] = outcome.value
     return results

@@ -189,17 +189,12 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
         if not bins.aligned:
             bins = task((SeriesBins(width, start=bins.lo), None))
         return bins
-    from traceflow.scale.parallel import iter_tasks, task_failure
+    from traceflow.scale.parallel import map_tasks
 
     def run(empty):
-        parts = [None] * len(chunks)
-        for outcome in iter_tasks(task, [(copy.deepcopy(empty), c) for c in chunks],
-                                  executor=executor, workers=workers, scheduler=scheduler,
-                                  progress=False):
-            if not outcome.ok:     # a bad record: the one-line message a single pass gives
-                raise task_failure(outcome)
-            parts[outcome.index] = outcome.value
-        for part in parts:
+        for part in map_tasks(task, [(copy.deepcopy(empty), c) for c in chunks],
+                              executor=executor, workers=workers, scheduler=scheduler,
+                              progress=False, user_errors=True):
             empty.merge(part)
         return empty
 
