@@ -165,10 +165,10 @@ def test_full_rows_buffer_resumes_where_it_stopped():
     burst = _udp_packets(10, idle)
     df = _kernel_frame(_ip_packets(pl.from_arrow(
         read_packets(shared_path("captures", "slips_test-cc-capture-1.pcap"))), 1))
-    day = {c: df[c].to_numpy() for c in df.columns}
-    day["sweep"] = StreamClock(idle).sweeps(day["ts"], df.height)
-    day["pos"] = np.arange(df.height)
-    for cols, at_sweep in ((burst, 10), (day, None)):
+    real = {c: df[c].to_numpy() for c in df.columns}
+    real["sweep"] = StreamClock(idle).sweeps(real["ts"], df.height)
+    real["pos"] = np.arange(df.height)
+    for cols, at_sweep in ((burst, 10), (real, None)):
         whole, fills = _split_all(cols, idle, 1 << 20)
         assert fills == 0 and whole["conn"].size > 10
         if at_sweep:       # the sweep, not the end, finished them
