@@ -173,3 +173,30 @@ def test_wavelet_estimates_unchanged_by_pywavelets_filters():
         x = fgn(2 ** 15, H, rng=np.random.default_rng(3))
         assert wavelet(x).H == pytest.approx(h3, abs=1e-9)
         assert wavelet(x, N=5).H == pytest.approx(h5, abs=1e-9)
+
+
+SPECTRAL = ["whittle", "whittle_fgn", "periodogram"]
+
+
+def test_long_series_spectral_part_moves_the_estimate_by_a_tiny_fraction_of_its_error(monkeypatch):
+    """A series longer than EXACT_FFT_POINTS whose length has a large prime factor (2 x 65537)
+    is read up to the longest fast FFT length (131072 of 131074 points; the FFT of the whole one
+    pads past twice its length). On fGn of known H the estimates stay within tolerance of the
+    truth, and within 5 % of their standard error of those on every point."""
+    import traceflow.stats.hurst as hurst
+
+    x = fgn(2 * 65537, 0.8, rng=5)
+    part = estimate(x, SPECTRAL)
+    monkeypatch.setattr(hurst, "EXACT_FFT_POINTS", 1 << 30)
+    whole = estimate(x, SPECTRAL)
+    for m in SPECTRAL:
+        assert part.results[m].extra["points"] == 131072
+        assert whole.results[m].extra["points"] == x.size
+        assert abs(part.results[m].H - 0.8) <= TOLERANCE[m]
+        assert abs(part.results[m].H - whole.results[m].H) <= 0.05 * whole.results[m].extra["se"]
+
+
+def test_series_up_to_the_exact_fft_length_use_every_point():
+    x = fgn(N - 3, 0.7, rng=4)      # 65533 = 13 x 71^2: not a fast FFT length
+    rep = estimate(x, SPECTRAL)
+    assert all(rep.results[m].extra["points"] == x.size for m in SPECTRAL)
