@@ -382,10 +382,10 @@ class FlowStream:
         """The finished flows no connection still open, or starting later in a monotone clock,
         can precede, sorted by :data:`SORT_KEY` and numbered on (``flow_id``): a DataFrame with
         :data:`FLOW_SCHEMA`, ``conn`` and ``client_is_a`` (possibly empty). Until the end of
-        input, flows are released only after rows were collected: the watermark is mostly held by
-        the splitter's earliest connection, which moves only when rows are collected, and going
-        through the waiting rows after every batch took most of this method's time (the
-        released chunks differ, their concatenation does not)."""
+        input, only after rows were collected: the watermark is mostly held by the splitter's
+        earliest connection, which moves only when rows are collected (16x dev10m: 50 passes
+        over the waiting rows instead of 173; the released chunks differ, their concatenation
+        does not)."""
         schema = {**FLOW_SCHEMA, "conn": pl.Int64, "client_is_a": pl.Boolean}
         if not self.waiting or not (self.collected or self.ended):
             return pl.DataFrame(schema=schema)
