@@ -12,8 +12,8 @@ from conftest import nolds_measures
 from traceflow.cli.main import cli
 from traceflow.errors import TraceflowError
 from traceflow.stats.fgn import fgn
-from traceflow.stats.hurst import (DEFAULT_METHODS, METHODS, daubechies, dfa, estimate, parse_methods,
-                             rescaled_range, wavelet)
+from traceflow.stats.hurst import (DEFAULT_METHODS, EXACT_FFT_POINTS, METHODS, daubechies, dfa,
+                             estimate, parse_methods, rescaled_range, wavelet)
 
 HS = (0.5, 0.6, 0.7, 0.8, 0.9)
 SEEDS = range(10)
@@ -180,9 +180,10 @@ SPECTRAL = ["whittle", "whittle_fgn", "periodogram"]
 
 def test_long_series_spectral_part_moves_the_estimate_by_a_tiny_fraction_of_its_error(monkeypatch):
     """A series longer than EXACT_FFT_POINTS whose length has a large prime factor (2 x 65537)
-    is read up to the longest fast FFT length (131072 of 131074 points; the FFT of the whole one
-    pads past twice its length). On fGn of known H the estimates stay within tolerance of the
-    truth, and within 5 % of their standard error of those on every point."""
+    is read up to the longest length with no prime factor above 97 (131072 of 131074 points;
+    the FFT of the whole one pads past twice its length). On fGn of known H the estimates stay
+    within tolerance of the truth, and within 5 % of their standard error of those on every
+    point."""
     import traceflow.stats.hurst as hurst
 
     x = fgn(2 * 65537, 0.8, rng=5)
@@ -197,6 +198,6 @@ def test_long_series_spectral_part_moves_the_estimate_by_a_tiny_fraction_of_its_
 
 
 def test_series_up_to_the_exact_fft_length_use_every_point():
-    x = fgn(N - 3, 0.7, rng=4)      # 65533 = 13 x 71^2: not a fast FFT length
+    x = fgn(EXACT_FFT_POINTS - 1, 0.7, rng=4)      # 131071: a prime
     rep = estimate(x, SPECTRAL)
     assert all(rep.results[m].extra["points"] == x.size for m in SPECTRAL)

@@ -22,10 +22,11 @@ Methods (``METHODS``):
 
 The spectral methods (``whittle``, ``whittle_fgn``, ``periodogram``) read the periodogram of a
 series of up to :data:`EXACT_FFT_POINTS` points whole; a longer one's leading part of the
-longest length whose FFT needs no Bluestein step (a product of 2, 3, 5, 7 and 11: at most 0.8 %
-shorter, 0.04 % on a 16x or 64x dev10m capture's series), reported as ``points``. The FFT of a
-length with a large prime factor pads to over twice its length: on a 64x capture's 1.94 M
-bins of 10 ms (16 x 121547), NumPy's FFT took 280 MB for a moment, against 45 MB for 1.944 M.
+longest length with no prime factor above 97 (8 points fewer of a 16x dev10m capture's 486,188
+bins, 32 of 64x's 1,944,752), reported as ``points``. The FFT of a length with a large prime
+factor (486,188 = 4 x 121,547) takes Bluestein's detour through over twice its length: NumPy's
+took 70 MB for a moment at 486,188 points and 280 MB at 1,944,752, against 12 and 45 MB at the
+lengths read (its FFT does a length whose prime factors are at most its square root directly).
 """
 from __future__ import annotations
 
@@ -42,9 +43,12 @@ DEFAULT_METHODS = ("vt", "rs", "wavelet", "whittle", "dfa", "periodogram")
 #: estimators disagreeing by more than this (max − min H) raise the non-stationarity warning
 DISAGREEMENT_MARGIN = 0.15
 _Z95 = 1.959963984540054
-#: series up to this many points: the spectral methods' periodogram is of every point (the
-#: FFT's working memory stays under ~10 MB whatever the length's factors)
-EXACT_FFT_POINTS = 1 << 16
+#: series up to this many points (21.8 min of 10 ms bins): the spectral methods' periodogram is
+#: of every point (the FFT's working memory stays under ~20 MB whatever the length's factors)
+EXACT_FFT_POINTS = 1 << 17
+#: the primes a longer series' spectral part may have as factors (see the module docstring)
+_FFT_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73,
+               79, 83, 89, 97)
 
 
 @dataclass
@@ -268,11 +272,17 @@ def wavelet(x, *, N=3, j1=3, j2=None, min_coeffs=8) -> HurstResult:
 # ---------------------------------------------------------------------------------------------
 def _spectral_part(x):
     """The points of ``x`` (prepared) the spectral methods read (see the module docstring)."""
-    from scipy.fft import prev_fast_len
-
-    if x.size <= EXACT_FFT_POINTS:
+    n = x.size
+    if n <= EXACT_FFT_POINTS:
         return x
-    return x[:prev_fast_len(x.size, real=False)]
+    while True:                 # smooth lengths are dense: a few dozen steps at most
+        rest = n
+        for p in _FFT_PRIMES:
+            while rest % p == 0:
+                rest //= p
+        if rest == 1:
+            return x[:n]
+        n -= 1
 
 
 def periodogram_ordinates(x):
