@@ -327,14 +327,12 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     from traceflow.models.fitstream import stream_inputs
     from traceflow.models.sessions import fit_sessions
     from traceflow.scale.memory import reserve_blas_buffer, trim_heap
-    from traceflow.scale.prefetch import import_ahead
 
     reserve_blas_buffer(mixtures=True)   # the RTT classes' k-means would hang, not fail
-    # what the stages after the pass import (scipy.stats alone takes ~1 s), while it runs; not
-    # scikit-learn: imported for the RTT classes, after the flow tables are gone, it adds less
-    # to the peak (16x dev10m in-process: 498 MB against 535-542 MB imported ahead)
-    import_ahead("scipy.stats", "traceflow.stats.tails", "traceflow.stats.hurst",
-                 "traceflow.flows.rtt")
+    # The later stages' modules (scipy.stats, ~1 s of imports) are imported when needed, after
+    # the pass: imported on a thread during it, they held the GIL the pass's threads need and
+    # their ~65 MB added to the end of the pass (dev10m 1x: 333-337 MB, 4.5-5.0 s, against
+    # 267-269 MB, 4.2-4.5 s now; 16x: 434-439 MB against 420-434 MB, no slower)
     log = log or (lambda message: None)
     inputs = _sources(inputs)
     names = [Path(p).name if isinstance(p, (str, Path)) else "<table>" for p in inputs]

@@ -5,7 +5,6 @@ to a Polars frame and prepare the kernels' columns, then split connections and r
 decoder and Polars run without the GIL, so on a second core the next batch is made while the
 current one is consumed. Items come out in the producer's order, so results do not change.
 """
-import importlib
 import queue
 import threading
 
@@ -75,19 +74,3 @@ class Prefetch:
             close()
         return False
 
-
-def import_ahead(*modules):
-    """Import ``modules`` on a thread of their own while the caller goes on (a command whose
-    later stages need them). Any failure is left for the caller's own import to raise: one
-    that cannot start the thread, or runs out of memory, must not print from the thread."""
-    def run():
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except BaseException:       # noqa: BLE001 - raised again by the import that needs it
-                return
-
-    try:
-        threading.Thread(target=run, name="import-ahead", daemon=True).start()
-    except RuntimeError:                # no thread: the imports happen when they are needed
-        pass
