@@ -73,4 +73,3 @@ class Prefetch:
         if close is not None:         # a generator stopped early releases its file now
             close()
         return False
-
