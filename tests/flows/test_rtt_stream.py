@@ -26,10 +26,14 @@ def server_flows():
 
 @pytest.mark.parametrize("options", [{}, {"per": "/24", "classes": [0.03, 0.1]},
                                      {"column": "rtt_handshake", "per": "connection"}])
-def test_chunks_give_the_summary_of_the_whole_table(server_flows, options):
+@pytest.mark.parametrize("addresses", [pl.String, pl.Categorical])
+def test_chunks_give_the_summary_of_the_whole_table(server_flows, options, addresses):
+    # fit gives its flows' addresses as categories (traceflow.models.fitstream)
+    options = dict(options)
     classes = options.pop("classes", "auto")
     rows = RttRows(**options)
-    for chunk in server_flows.iter_slices(997):
+    typed = server_flows.with_columns(pl.col("client_addr", "server_addr").cast(addresses))
+    for chunk in typed.iter_slices(997):
         rows.add(chunk)
     assert len(rows.parts) > 5
     whole = rtt_summary(server_flows, classes=classes, **options)

@@ -162,7 +162,9 @@ class RttRows:
 
         key = flows.select(_key=code("client_addr") * (1 << 32) + code("server_addr"))["_key"]
         pairs = _path_keys(flows.select("client_addr", "server_addr").with_columns(_key=key)
-                           .unique("_key", maintain_order=True), self.per)
+                           .unique("_key", maintain_order=True)
+                           .with_columns(pl.col("client_addr", "server_addr").cast(pl.String)),
+                           self.per)
         new = (pairs.select(keys).join(self.paths, on=keys, how="anti", nulls_equal=True)
                .unique(maintain_order=True))
         if new.height:

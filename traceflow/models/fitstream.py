@@ -57,10 +57,11 @@ from traceflow.stats.bins import check_span
 REDUCE_CONNS = 4096
 #: the flow columns of few values (the rest of fit compares them with strings)
 _STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
-#: flow columns kept narrower while the flows are gathered, as (kept, handed back): addresses
-#: as categories (4 bytes instead of a 16-byte string view), packet counts in 32 bits
-_NARROW_FLOWS = {"client_addr": (pl.Categorical, pl.String),
-                 "server_addr": (pl.Categorical, pl.String), "packets": (pl.UInt32, pl.Int64)}
+#: flow columns kept narrower when only some are kept (fit's): addresses as categories (4 bytes
+#: instead of a 16-byte string view), packet counts in 32 bits. Handed back so: widened, the
+#: 16x dev10m table of 417,392 flows held ~30 MB more through fit's later stages
+_NARROW_FLOWS = {"client_addr": pl.Categorical, "server_addr": pl.Categorical,
+                 "packets": pl.UInt32}
 #: what the end-host inference reads besides the flow splitter's columns, in the kernels' form
 #: (null as -1) and narrow (:func:`traceflow.flows.hosts.kernel_columns` widens them)
 _HOST_EXTRA = {"window": pl.Int32, "mss": pl.Int32, "wscale": pl.Int16, "sack_ok": pl.Int8}
@@ -186,7 +187,7 @@ class PacketPass:
     def feed_input(self, source, *, filter=None, proto=None, batch_size=None, columns=None):
         """Stream one input (a path of a capture or packets Parquet, or a packets frame / Arrow
         table); returns its flow table (:func:`traceflow.flows.flows`; only ``columns`` if
-        given) when keeping flows."""
+        given, those of :data:`_NARROW_FLOWS` then in its types) when keeping flows."""
         from traceflow.flows.table import FlowStream, _resorted
         from traceflow.scale.prefetch import Prefetch
 
@@ -217,8 +218,6 @@ class PacketPass:
             return None
         table = self.spool.concat("flows")
         self.spool.drop("flows")
-        table = table.with_columns(pl.col(c).cast(wide) for c, (_, wide) in _NARROW_FLOWS.items()
-                                   if c in table.columns)
         if self.part[1] > 1:    # in order once merged with the other partitions' (by conn)
             return table.with_columns(part=pl.lit(self.part[0], dtype=pl.Int64))
         return table if self.stream.in_order else _resorted(table)
@@ -304,7 +303,7 @@ class PacketPass:
                               # kept for every connection: a byte each instead of a string
                               [pl.col(c).cast(pl.Enum(values)) for c, values in _STATES.items()
                                if c in self.columns]
-                              + [pl.col(c).cast(narrow) for c, (narrow, _) in _NARROW_FLOWS.items()
+                              + [pl.col(c).cast(narrow) for c, narrow in _NARROW_FLOWS.items()
                                  if c in self.columns]))
         if chunk.height == 0:
             return

@@ -78,10 +78,12 @@ class Spool:
         yield from self.held.get(name, ())
 
     def concat(self, name):
-        """Every frame of ``name`` in one DataFrame (None if none was appended)."""
+        """Every frame of ``name`` in one DataFrame of one chunk (None if none was appended):
+        the later stages of ``fit`` on the 16x dev10m flow table, read back in ~50 frames,
+        peaked 8-16 MB higher than on the same table in one chunk."""
         if not self.count(name):
             return None
-        return pl.concat(list(self.frames(name)), how="vertical")
+        return pl.concat(list(self.frames(name)), how="vertical", rechunk=True)
 
     def drop(self, name):
         """Forget the frames of ``name`` (and delete its file)."""
