@@ -370,8 +370,8 @@ class PacketPass:
         results = []
         # group by group, each group's packets taken out of the buffer, with its connections
         # contiguous and in time order (stable): only one group's copy exists at a time (at the
-        # end of a capture every open connection ends at once; in mid-pass a release can end
-        # 20,000: taking them all at once put a copy of ~30 MB on the 16x dev10m pass's peak)
+        # end of a capture every open connection ends at once, and one release can end many:
+        # the copy of all of them was 32 MB at the 16x dev10m pass's high-water mark, memray)
         for k in range(0, ids.size, self.reduce_conns):
             group = ids[k:k + self.reduce_conns]
             in_group[group] = True

@@ -79,8 +79,8 @@ class Spool:
 
     def concat(self, name):
         """Every frame of ``name`` in one DataFrame of one chunk (None if none was appended):
-        the later stages of ``fit`` on the 16x dev10m flow table, read back in ~50 frames,
-        peaked 8-16 MB higher than on the same table in one chunk."""
+        the later stages of ``fit`` on the 16x dev10m flow table, read back a frame per
+        release, peaked 8-16 MB higher than on the same table in one chunk."""
         if not self.count(name):
             return None
         return pl.concat(list(self.frames(name)), how="vertical", rechunk=True)
