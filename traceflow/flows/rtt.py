@@ -156,11 +156,7 @@ class RttRows:
         # the paths are worked out once per distinct (client, server), in order of appearance,
         # and each flow takes its path by the addresses' integer codes (joins on text over every
         # flow took ~350 MB on a 64x capture's 1.7 M flows)
-        def code(column):     # (client, server) codes as one 64-bit key, null as 2^32 - 1
-            return (pl.col(column).cast(pl.Categorical).to_physical().cast(pl.UInt64)
-                    .fill_null((1 << 32) - 1))
-
-        key = flows.select(_key=code("client_addr") * (1 << 32) + code("server_addr"))["_key"]
+        key = flows.select(_key=pair_key())["_key"]
         pairs = _path_keys(flows.select("client_addr", "server_addr").with_columns(_key=key)
                            .unique("_key", maintain_order=True)
                            .with_columns(pl.col("client_addr", "server_addr").cast(pl.String)),
@@ -263,6 +259,17 @@ class RttRows:
         else:
             out["classes"] = fixed_rtt_classes(x, classes).to_dict()
         return out
+
+
+def pair_key():
+    """An expression: each flow's (client, server) addresses as one 64-bit integer, their
+    category codes side by side (a missing address as 2^32 - 1): a key to group or look up
+    host pairs by, without their text."""
+    def code(column):
+        return (pl.col(column).cast(pl.Categorical).to_physical().cast(pl.UInt64)
+                .fill_null((1 << 32) - 1))
+
+    return code("client_addr") * (1 << 32) + code("server_addr")
 
 
 def _check_column(names, column):

@@ -246,6 +246,7 @@ def path_rtt(flows):
     replay puts the path delay on the same sides of its bottleneck capture (sim trace groups'
     ``server_share``), or request-to-response times seen at the capture point would differ by
     the misplaced part of the RTT."""
+    from traceflow.flows.rtt import pair_key
     from traceflow.flows.scatter import scattered
 
     # The host pair as one integer (the addresses' category codes, nulls kept: 16x capture: 4.2 s
@@ -253,13 +254,9 @@ def path_rtt(flows):
     # per pair, looked up per flow (_of_pair): windows over the pair took 0.36 GB above the
     # input on a 64x capture, these 0.22 GB. Computed on the columns it reads only, the two
     # results put beside the flows' own columns.
-    def code(column):
-        return (pl.col(column).cast(pl.Categorical).to_physical().cast(pl.UInt64)
-                .fill_null((1 << 32) - 1))
-
     pair = "_pair"
     syn, ack, hs = (pl.col(c) for c in ("_syn", "_ack", "_hs"))
-    fl = flows.select(_pair=code("client_addr") * (1 << 32) + code("server_addr"),
+    fl = flows.select(_pair=pair_key(),
                       _t=pl.col("start").cast(pl.Int64), _syn=_valid("rtt_syn"),
                       _ack=_valid("rtt_ack"), _hs=_valid("rtt_handshake"),
                       *[c for c in ("synack_queued",) if c in flows.columns]
