@@ -68,7 +68,8 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
     --dataset, captures and packets tables only; ``flow_id`` restarts in every part and
     ``source`` holds the input's absolute path. Without --dataset, --workers N splits each input's
     connections into N hash partitions of their endpoint pairs, streamed by N processes at once
-    (the same table; each process reads the whole input). --filter and --proto select flows
+    (the same table; each process reads the whole input, and one process already keeps about
+    1.4 cores busy: on 2 cores, 2 processes are slower than one). --filter and --proto select flows
     (columns of the flow table); in text formats addresses are text, durations seconds and times
     UTC.
 

@@ -47,6 +47,27 @@ def test_expiry_inside_the_stream_changes_nothing(timeout):
         assert flows(packets, idle_timeout=timeout, batch_size=batch).equals(whole)
 
 
+@pytest.mark.parametrize("folder,name", SMALL[:2] + [("testbed", "dev10m/client_side.pcap.gz")])
+def test_minima_only_stream_gives_the_same_rtt_min(folder, name):
+    """Without the quantiles (fit's pass) only each open connection's smallest sample per half
+    and its sample count are kept: every column but rtt_median/rtt_p90 is the same, in batches
+    that split connections and with an idle timeout that expires them mid-stream."""
+    from traceflow.flows.table import flow_chunks
+
+    packets = read_packets(shared_path(folder, *name.split("/")))
+    full = flows(packets)
+    assert full["rtt_min"].is_not_null().sum() > 0
+    for batch, timeout in ((packets.num_rows + 1, 300.0), (4096, 300.0), (777, 0.5)):
+        if timeout != 300.0:
+            full = flows(packets, idle_timeout=timeout)
+        chunks = [chunk for chunk, stream in flow_chunks(packets, batch_size=batch,
+                                                        idle_timeout=timeout,
+                                                        rtt_quantiles=False)]
+        table = pl.concat(chunks).select(full.columns)
+        assert table.drop("rtt_median", "rtt_p90").equals(full.drop("rtt_median", "rtt_p90"))
+        assert table["rtt_median"].null_count() == table["rtt_p90"].null_count() == table.height
+
+
 def test_cli_writes_the_same_table_chunk_by_chunk(tmp_path):
     path = shared_path("captures", "ppa_ftp-crack.pcap")
     out = tmp_path / "flows.parquet"

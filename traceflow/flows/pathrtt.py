@@ -41,22 +41,46 @@ def path_samples(samples):
     return samples.with_columns(path=pl.when(other >= 0).then(pl.col("rtt") + other))
 
 
+#: each half's smallest sample (ns) of a group of samples (``side``, ``rtt``)
+_HALF_MINIMA = [pl.col("rtt").filter(pl.col("side") == s).min().alias(f"min_{s}") for s in (0, 1)]
+
+
 def connection_rtts(path):
     """The per-connection columns :data:`RTT_COLUMNS` (seconds), plus ``conn``, of the
     connections that have samples in :func:`path_samples` ``path``."""
-    halves = path.group_by("conn").agg(
-        *[pl.col("rtt").filter(pl.col("side") == s).min().alias(f"min_{s}") for s in (0, 1)],
-        n=pl.len(),
+    return rtt_columns(path.group_by("conn").agg(
+        *_HALF_MINIMA, n=pl.len(),
         # times 1e-9 (as Polars divides over more than one group: see table.py's _rtts)
         rtt_median=pl.col("path").drop_nulls().quantile(0.5, "linear") * 1e-9,
-        rtt_p90=pl.col("path").drop_nulls().quantile(0.9, "linear") * 1e-9)
+        rtt_p90=pl.col("path").drop_nulls().quantile(0.9, "linear") * 1e-9))
+
+
+def half_minima(samples):
+    """Per connection of ``samples`` (``conn``, ``side``, ``rtt``): ``min_0``, ``min_1`` (ns)
+    and the sample count ``n``, in no particular order. Minima of parts combine
+    (:func:`combined_minima`), so the samples of open connections need not be kept when only
+    ``rtt_min`` and ``rtt_samples`` are wanted."""
+    return samples.group_by("conn").agg(*_HALF_MINIMA, n=pl.len().cast(pl.Int64))
+
+
+def combined_minima(parts):
+    """:func:`half_minima` of several parts of the same connections' samples, as one row per
+    connection."""
+    return parts.group_by("conn").agg(pl.col("min_0").min(), pl.col("min_1").min(),
+                                      pl.col("n").sum())
+
+
+def rtt_columns(halves):
+    """:data:`RTT_COLUMNS` and ``conn`` from per-connection ``min_0``, ``min_1`` (ns), ``n`` and,
+    if present, ``rtt_median`` and ``rtt_p90`` (seconds; else null)."""
     both = pl.col("min_0").is_not_null() & pl.col("min_1").is_not_null()
     # NumPy divides exactly (Polars multiplies long columns by the reciprocal)
     seconds = (halves["min_0"] + halves["min_1"]).fill_null(0).to_numpy() / 1e9
     return halves.select(
         "conn", rtt_samples=pl.when(both).then(pl.col("n")).otherwise(0).cast(pl.Int64),
         rtt_min=pl.when(both).then(pl.Series(seconds)),
-        rtt_median="rtt_median", rtt_p90="rtt_p90")
+        **{name: pl.col(name) if name in halves.columns else pl.lit(None, pl.Float64)
+           for name in ("rtt_median", "rtt_p90")})
 
 
 def labelled_samples(path, flows_of_conn):

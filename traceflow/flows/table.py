@@ -69,7 +69,7 @@ import polars as pl
 import pyarrow as pa
 
 from traceflow.errors import InputFormatError
-from traceflow.flows.pathrtt import RTT_COLUMNS
+from traceflow.flows.pathrtt import RTT_COLUMNS, half_minima
 from traceflow.pcap.schema import TCP
 
 CLOSE_REASONS = ("FIN", "RST", "IDLE", "EOF")
@@ -185,14 +185,14 @@ def _partition_flows(args):
 
 
 def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
-                batch_size=BATCH_ROWS, reorder=None):
+                batch_size=BATCH_ROWS, reorder=None, rtt_quantiles=True):
     """Stream the flow table of ``packets`` (as :func:`flows`): yields ``(chunk, stream)``, each
     chunk a DataFrame of flows (:data:`FLOW_SCHEMA` plus the splitter's ``conn`` and
     ``client_is_a``) with consecutive ``flow_id`` s, in start order, as soon as no open or
     later connection can start before them; ``stream`` is the :class:`FlowStream`. If
     ``stream.in_order`` is False at the end, a connection started before flows already handed
     out (timestamps out of order): sort the concatenated chunks by :data:`SORT_KEY` and number
-    them again."""
+    them again. ``rtt_quantiles``: as :class:`FlowStream`."""
     if idle_timeout is None or not idle_timeout > 0:
         raise InputFormatError(f"idle timeout must be > 0 seconds, got {idle_timeout!r}")
     if batch_size < 1:
@@ -200,7 +200,8 @@ def flow_chunks(packets, *, idle_timeout=300.0, timestamps=True, want_samples=Fa
     from traceflow.scale.prefetch import Prefetch
 
     stream = FlowStream(idle_timeout=idle_timeout, timestamps=timestamps,
-                        want_samples=want_samples, part=part, reorder=reorder)
+                        want_samples=want_samples, part=part, reorder=reorder,
+                        rtt_quantiles=rtt_quantiles)
     with Prefetch(stream.prepare(batch) for batch in packet_batches(packets, batch_size)) as ready:
         for prepared in ready:
             stream.consume(prepared)
@@ -225,10 +226,13 @@ class FlowStream:
     keeps only the endpoint pairs in hash partition k of n. ``want_samples``: also keep every
     RTT sample (:meth:`path_samples`). ``reorder``: window (seconds) of
     :class:`traceflow.pcap.reorder.Reorder`, or None to keep capture order.
+    ``rtt_quantiles``: False leaves ``rtt_median`` and ``rtt_p90`` null and keeps only each
+    open connection's smallest sample per half and its sample count instead of every sample
+    (``rtt_min`` and ``rtt_samples`` are the same; no ``want_samples`` then).
     """
 
     def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
-                 reorder=None):
+                 reorder=None, rtt_quantiles=True):
         from traceflow.flows.flowsplit import FlowSplitter, StreamClock
         from traceflow.flows.rttsample import RttSampler
 
@@ -242,7 +246,10 @@ class FlowStream:
         self.seen = 0           # packets of the whole stream given a clock (``pos``)
         self.clock = StreamClock(self.idle_ns)
         self.late_sweep = None  # sweep due after the partition's last packet so far (ns)
-        self.pending = None     # RTT samples of open connections
+        if want_samples and not rtt_quantiles:
+            raise ValueError("want_samples needs rtt_quantiles")
+        self.quantiles = rtt_quantiles
+        self.pending = None     # RTT samples of open connections (or their half_minima)
         self.trace_end = None   # timestamp (ns) of the last IP packet
         self.last_ts = None     # timestamp (ns) of the last packet consumed
         self.waiting = []       # finished flow rows not released yet
@@ -443,16 +450,20 @@ class FlowStream:
             self.on_packets(done, out)
         batch = {c: done[c].to_numpy() for c in _SAMPLER_COLUMNS}
         samples = self.sampler.feed({**batch, **out})
-        # the packet numbers only for the samples' table (``want_samples``)
-        samples = pl.DataFrame(samples).select(
-            "conn", "ts", "side", "rtt",
-            *(("frame", "opening_frame") if self.samples is not None else ()))
+        if self.quantiles:
+            # the packet numbers only for the samples' table (``want_samples``)
+            samples = pl.DataFrame(samples).select(
+                "conn", "ts", "side", "rtt",
+                *(("frame", "opening_frame") if self.samples is not None else ()))
+        else:
+            samples = half_minima(pl.DataFrame({c: samples[c] for c in ("conn", "side", "rtt")}))
         self.pending = samples if self.pending is None else pl.concat([self.pending, samples])
 
     def _collect(self):
         """Flow rows of the connections the splitter finished."""
         from traceflow.flows.flowsplit import ROW_FIELDS
-        from traceflow.flows.pathrtt import connection_rtts, path_samples
+        from traceflow.flows.pathrtt import (
+            combined_minima, connection_rtts, path_samples, rtt_columns)
 
         rows = self.splitter.finished()
         if rows["conn"].size == 0:
@@ -463,8 +474,12 @@ class FlowStream:
         ended = pl.col("conn").is_in(conns["conn"].implode())
         samples = self.pending.filter(ended)
         self.pending = self.pending.filter(~ended)
-        path = path_samples(samples)
-        conns = conns.join(connection_rtts(path), on="conn", how="left").with_columns(
+        if self.quantiles:
+            path = path_samples(samples)
+            rtts = connection_rtts(path)
+        else:
+            rtts = rtt_columns(combined_minima(samples))
+        conns = conns.join(rtts, on="conn", how="left").with_columns(
             pl.col("rtt_samples").fill_null(0))
         conns = _close(_rtts(_columns(conns), self.idle_ns), self.idle_ns, self.trace_end)
         self.waiting.append(_finish(conns))

@@ -192,7 +192,12 @@ class PacketPass:
         from traceflow.scale.prefetch import Prefetch
 
         self.columns = columns
-        self.stream = FlowStream(idle_timeout=self.idle_timeout, part=self.part)
+        # the path RTT quantiles only if the flows kept show them: the samples of every open
+        # connection that they need were most of the pass's main-thread time after the kernels
+        quantiles = self.keep_flows and (columns is None
+                                          or not {"rtt_median", "rtt_p90"}.isdisjoint(columns))
+        self.stream = FlowStream(idle_timeout=self.idle_timeout, part=self.part,
+                                 rtt_quantiles=quantiles)
         self.stream.on_packets = self._consumed
         self.raw, self.pending, self.done = [], [], []   # the host thread's (see _host)
         self.queued = deque()
