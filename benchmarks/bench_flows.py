@@ -156,4 +156,5 @@ if __name__ == "__main__":
     for row in run(quick="--quick" in sys.argv):
         print(f"{row['benchmark']}: ours {row['ours']:.3f} {row['unit']}, reference "
               f"{row['reference']:.3f} {row['unit']}, ratio {row['ratio']:.1f} "
-              f"(target {row['target']}) {'OK' if row['ok'] else 'MISSED'}")
+              f"(target {row['target']}) {'OK' if row['ok'] else 'MISSED'}"
+              + (f"; {row['note']}" if row.get("note") else ""))
