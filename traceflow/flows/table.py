@@ -228,11 +228,13 @@ class FlowStream:
     :class:`traceflow.pcap.reorder.Reorder`, or None to keep capture order.
     ``rtt_quantiles``: False leaves ``rtt_median`` and ``rtt_p90`` null and keeps only each
     open connection's smallest sample per half and its sample count instead of every sample
-    (``rtt_min`` and ``rtt_samples`` are the same; no ``want_samples`` then).
+    (``rtt_min`` and ``rtt_samples`` are the same; no ``want_samples`` then). ``extra``: more
+    packet columns (name -> dtype; null as -1) carried with the prepared packets to
+    :attr:`on_packets`.
     """
 
     def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
-                 reorder=None, rtt_quantiles=True):
+                 reorder=None, rtt_quantiles=True, extra=None):
         from traceflow.flows.flowsplit import FlowSplitter, StreamClock
         from traceflow.flows.rttsample import RttSampler
 
@@ -249,6 +251,7 @@ class FlowStream:
         if want_samples and not rtt_quantiles:
             raise ValueError("want_samples needs rtt_quantiles")
         self.quantiles = rtt_quantiles
+        self.extra = extra or {}
         self.pending = None     # RTT samples of open connections (or their half_minima)
         self.trace_end = None   # timestamp (ns) of the last IP packet
         self.last_ts = None     # timestamp (ns) of the last packet consumed
@@ -282,19 +285,19 @@ class FlowStream:
         (:class:`traceflow.scale.prefetch.Prefetch`), one batch ahead, as long as the batches
         are prepared and consumed in the same order."""
         df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
-        missing = [c for c in _PACKET_COLUMNS if c not in df.columns]
+        missing = [c for c in (*_PACKET_COLUMNS, *self.extra) if c not in df.columns]
         if missing:
             raise InputFormatError(f"not a packets table: missing columns {', '.join(missing)}")
         first = self.rows + 1
         self.rows += df.height
-        df = _ip_packets(df, first)
+        df = _ip_packets(df, first, self.extra)
         if self.part[1] > 1 and self.reorder is None:
             # only the partition's packets are prepared further (each worker of a partitioned
             # pass reads every packet: preparing all of them took most of a worker's time)
             ts = df["ts"].dt.epoch("ns").to_numpy()
             own = np.flatnonzero(self._mine(df))
-            return _kernel_frame(df[own]), ts, own
-        df = _kernel_frame(df)
+            return _kernel_frame(df[own], self.extra), ts, own
+        df = _kernel_frame(df, self.extra)
         if self.reorder is not None:
             df = self.reorder.push(df)
         return self._split(df)
@@ -495,15 +498,18 @@ _SAMPLER_COLUMNS = ["frame", "ts", "is_tcp", "flags", "seq", "ack", "payload", "
                     "tsecr"]
 
 
-def _ip_packets(df, first_frame):
-    """The IP packets of a batch, with ``frame`` (the 1-based row number in the input) and
-    the addresses as uint64 halves (:func:`_endpoints`)."""
-    return _endpoints(df.select(_PACKET_COLUMNS).with_row_index("frame", offset=first_frame)
+def _ip_packets(df, first_frame, extra=None):
+    """The IP packets of a batch (the columns the splitter and sampler read, and ``extra``),
+    with ``frame`` (the 1-based row number in the input) and the addresses as uint64 halves
+    (:func:`_endpoints`)."""
+    return _endpoints(df.select(*_PACKET_COLUMNS, *(extra or {}))
+                      .with_row_index("frame", offset=first_frame)
                       .filter(pl.col("ip_version").is_not_null()))
 
 
-def _kernel_frame(df):
-    """IP packets (:func:`_ip_packets`) as the kernels read them: nulls filled."""
+def _kernel_frame(df, extra=None):
+    """IP packets (:func:`_ip_packets`) as the kernels read them: nulls filled; the ``extra``
+    columns (name -> dtype) cast, null as -1."""
     return df.select(
         pl.col("frame").cast(pl.Int64), ts=pl.col("ts").dt.epoch("ns"), *_ADDR,
         sport=pl.col("sport").fill_null(0), dport=pl.col("dport").fill_null(0),
@@ -517,7 +523,8 @@ def _kernel_frame(df):
         ip_len=pl.col("ip_len").fill_null(0).cast(pl.Int64),
         wirelen=pl.col("wirelen").cast(pl.Int64),
         has_ts=pl.col("tsval").is_not_null().cast(pl.UInt8),
-        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0))
+        tsval=pl.col("tsval").fill_null(0), tsecr=pl.col("tsecr").fill_null(0),
+        *[pl.col(c).cast(t).fill_null(-1) for c, t in (extra or {}).items()])
 
 
 def _joined(first, then):

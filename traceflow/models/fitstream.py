@@ -63,14 +63,15 @@ _STATES = {"handshake": HANDSHAKE_STATES, "close": CLOSE_REASONS}
 _NARROW_FLOWS = {"client_addr": pl.Categorical, "server_addr": pl.Categorical,
                  "packets": pl.UInt32}
 #: what the end-host inference reads besides the flow splitter's columns, in the kernels' form
-#: (null as -1) and narrow (:func:`traceflow.flows.hosts.kernel_columns` widens them)
+#: (null as -1) and narrow (:func:`traceflow.flows.hosts.kernel_columns` widens them): carried
+#: with the splitter's packets (``FlowStream(extra=...)``)
 _HOST_EXTRA = {"window": pl.Int32, "mss": pl.Int32, "wscale": pl.Int16, "sack_ok": pl.Int8}
 #: what the host thread buffers of the packets the splitter consumed: name -> (the prepared
 #: column, the dtype it is kept in; None: its own); lengths in 32 bits (the kernel frame's are 64)
 _BUFFERED = {"ts": ("ts", None), "tcp_flags": ("flags", None), "seq": ("seq", None),
              "ack": ("ack", None), "payload_len": ("payload", np.uint32),
              "ip_len": ("ip_len", np.uint32), "has_tsval": ("has_ts", None),
-             "frame": ("frame", None)}
+             **{name: (name, None) for name in _HOST_EXTRA}}
 #: the end-host parts that name connections (joined or grouped by them)
 _WITH_CONN = ("flight", "flight_conns", "timeouts")
 #: jobs queued for the host thread and not yet applied; the main thread waits beyond this
@@ -197,9 +198,9 @@ class PacketPass:
         quantiles = self.keep_flows and (columns is None
                                           or not {"rtt_median", "rtt_p90"}.isdisjoint(columns))
         self.stream = FlowStream(idle_timeout=self.idle_timeout, part=self.part,
-                                 rtt_quantiles=quantiles)
+                                 rtt_quantiles=quantiles, extra=_HOST_EXTRA)
         self.stream.on_packets = self._consumed
-        self.raw, self.pending, self.done = [], [], []   # the host thread's (see _host)
+        self.pending, self.done = [], []   # the host thread's (see _host)
         self.queued = deque()
         made = self._made(source, filter, proto, batch_size)
         with (about(source if isinstance(source, (str, Path)) else None),
@@ -240,42 +241,29 @@ class PacketPass:
         for batch in packet_batches(source, batch_size or BATCH_ROWS, columns=None):
             df = batch if isinstance(batch, pl.DataFrame) else pl.from_arrow(batch)
             df = select_rows(df, filter, proto)
-            rows = self.stream.rows             # the rows before this batch
-            facts, prepared = self._measure(df, rows), self.stream.prepare(df)
-            if facts is not None and prepared[2] is not None:
-                # the partition's packets only (those the splitter is given), by frame number
-                host = facts["host"]
-                facts["host"] = _rows(host, np.isin(host["frame"], prepared[0]["frame"].to_numpy(),
-                                                    assume_unique=True))
-            yield facts, prepared
+            yield self._measure(df), self.stream.prepare(df)
 
-    def _measure(self, df, rows):
+    def _measure(self, df):
         """What the pass keeps of a batch besides its flows (None for no packets): the span
-        counters, the SYN/ACK gaps' rows, the non-TCP packets' sizes for the bins and the host
-        columns the splitter does not carry, numbered as FlowStream numbers its rows (``frame``,
-        from ``rows`` + 1: the stream's rows before the batch)."""
+        counters, the SYN/ACK gaps' rows, the non-TCP packets' sizes for the bins and the first
+        TCP packet's time."""
         if df.height == 0:
             return None
         ts = df["ts"].cast(pl.Int64)
         other = df.filter(pl.col("proto") != 6) if self.link else df.clear()
         tcp = ((pl.col("proto") == 6) & pl.col("tcp_flags").is_not_null()
                & pl.col("ip_version").is_not_null())
-        host = df.with_row_index("frame", offset=rows + 1).filter(tcp).select(
-            pl.col("frame").cast(pl.Int64), pl.col("ts").cast(pl.Int64),
-            *[pl.col(c).cast(t).fill_null(-1) for c, t in _HOST_EXTRA.items()])
         return {
             "lo": ts.min(), "hi": ts.max(), "packets": df.height,
             "bytes": int(df["ip_len"].cast(pl.Int64).fill_null(0).sum()),
             "synacks": None if self.synacks is None else self.synacks.measure(df),
             "other": (other["ts"].cast(pl.Int64).to_numpy(),
                       other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
-            "first_tcp": host["ts"][0] if host.height else None,
-            "host": _arrays(host.drop("ts")),
+            "first_tcp": df.select(pl.col("ts").filter(tcp).first().cast(pl.Int64)).item(),
         }
 
     def _take(self, facts):
-        """Apply a batch's :meth:`_measure` (its host columns wait in the host thread until the
-        splitter consumes their packets)."""
+        """Apply a batch's :meth:`_measure`."""
         if facts is None:
             return
         if self.data is None:
@@ -290,7 +278,6 @@ class PacketPass:
         if self.synacks is not None:
             self.synacks.keep(facts["synacks"])
         self._data(*facts["other"])
-        self._host(self._arrived, facts["host"])
 
     def _consumed(self, done, out):
         """FlowStream hook: the packets it consumed, with their connection ids (buffered by
@@ -316,7 +303,7 @@ class PacketPass:
         self._apply()
 
     # ------------------------------------------------------------------ the host thread
-    # The end-host buffer (``raw``, ``pending``, ``done``) belongs to one thread of its own,
+    # The end-host buffer (``pending``, ``done``) belongs to one thread of its own,
     # which takes its jobs in the order they were queued; the main thread only queues them and
     # applies what they return in that order (:meth:`_apply`).
 
@@ -327,27 +314,17 @@ class PacketPass:
             self._apply_one()
         self.queued.append(self.pool.submit(job, *args))
 
-    def _arrived(self, host):
-        """A batch's host columns (:meth:`_measure`), before the splitter consumes its
-        packets."""
-        self.raw.append(host)
-
     def _buffer(self, done, conn, fwd):
         """Buffer the TCP packets of ``done`` with their connection ids ``conn`` and directions
-        ``fwd`` (the splitter's) and their host columns, as numpy columns (a dict)."""
+        ``fwd`` (the splitter's), as numpy columns (a dict)."""
         tcp = done["is_tcp"].to_numpy() == 1
-        n = int(tcp.sum())
-        if n == 0:
+        if not tcp.any():
             return
-        raw = _concat(self.raw)
-        extra, self.raw = _rows(raw, slice(0, n)), [_rows(raw, slice(n, None))]
         pk = {}
         for name, (src, narrow) in _BUFFERED.items():
             values = done[src].to_numpy()[tcp]
             pk[name] = values if narrow is None else values.astype(narrow)
-        if not np.array_equal(pk.pop("frame"), extra.pop("frame")):
-            raise AssertionError("packets and their host columns out of step")
-        pk.update(extra, conn=conn[tcp].astype(np.uint32), a_side=(fwd[tcp] == 1).view(np.uint8))
+        pk.update(conn=conn[tcp].astype(np.uint32), a_side=(fwd[tcp] == 1).view(np.uint8))
         self.pending.append(_Pending(pk))
 
     def _ended(self, conns):
@@ -554,11 +531,6 @@ class _Pending:
             else:
                 out.extend(run)
         return out
-
-
-def _arrays(df):
-    """The columns of ``df`` as numpy arrays (a dict)."""
-    return {name: df[name].to_numpy() for name in df.columns}
 
 
 def _rows(columns, rows):
