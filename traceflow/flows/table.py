@@ -69,7 +69,9 @@ import polars as pl
 import pyarrow as pa
 
 from traceflow.errors import InputFormatError
-from traceflow.flows.pathrtt import RTT_COLUMNS, half_minima
+from traceflow.flows.pathrtt import (
+    RTT_COLUMNS, combined_minima, connection_rtts, half_minima, labelled_samples, path_samples,
+    rtt_columns)
 from traceflow.pcap.schema import TCP
 
 CLOSE_REASONS = ("FIN", "RST", "IDLE", "EOF")
@@ -162,8 +164,6 @@ def _flow_tables(packets, idle_timeout, partitions, timestamps, want_samples, ba
     table = out.select(list(FLOW_SCHEMA))
     if not want_samples:
         return table, None
-    from traceflow.flows.pathrtt import labelled_samples
-
     keys = out.select("part", "conn", "flow_id", "client_is_a")
     samples = pl.concat([labelled_samples(path, keys.filter(pl.col("part") == k).drop("part"))
                          for k, (_, _, _, path) in enumerate(parts)])
@@ -238,6 +238,8 @@ class FlowStream:
         from traceflow.flows.flowsplit import FlowSplitter, StreamClock
         from traceflow.flows.rttsample import RttSampler
 
+        if want_samples and not rtt_quantiles:
+            raise ValueError("want_samples needs rtt_quantiles")
         self.idle_ns = int(round(idle_timeout * 1e9))
         self.splitter = FlowSplitter(self.idle_ns, max_rows=COLLECT_ROWS)
         self.sampler = RttSampler(self.idle_ns, timestamps)
@@ -248,8 +250,6 @@ class FlowStream:
         self.seen = 0           # packets of the whole stream given a clock (``pos``)
         self.clock = StreamClock(self.idle_ns)
         self.late_sweep = None  # sweep due after the partition's last packet so far (ns)
-        if want_samples and not rtt_quantiles:
-            raise ValueError("want_samples needs rtt_quantiles")
         self.quantiles = rtt_quantiles
         self.extra = extra or {}
         self.pending = None     # RTT samples of open connections (or their half_minima)
@@ -465,8 +465,6 @@ class FlowStream:
     def _collect(self):
         """Flow rows of the connections the splitter finished."""
         from traceflow.flows.flowsplit import ROW_FIELDS
-        from traceflow.flows.pathrtt import (
-            combined_minima, connection_rtts, path_samples, rtt_columns)
 
         rows = self.splitter.finished()
         if rows["conn"].size == 0:
