@@ -168,3 +168,19 @@ def test_two_inputs_kept_on_disk_give_what_memory_gives():
     assert all(a.equals(b) for a, b in zip(*tables))
     assert memory.hosts.result() == disk.hosts.result()
     assert memory.synacks.table().equals(disk.synacks.table())
+
+
+def test_host_buffer_keeps_values_in_narrower_dtypes():
+    """The end-host buffer keeps a batch's column in the narrowest of its dtypes that holds
+    every value, else in its own; pieces of different widths join without changing a value."""
+    from traceflow.models.fitstream import _concat, _narrowest
+
+    lengths = (np.uint16, np.uint32)
+    small = _narrowest(np.array([0, 1460, 65535]), lengths)
+    wide = _narrowest(np.array([0, 70000]), lengths)       # a GRO-merged segment
+    assert small.dtype == np.uint16 and wide.dtype == np.uint32
+    assert _narrowest(np.array([-1, 1460], dtype=np.int32), (np.int16,)).dtype == np.int16
+    null_window = _narrowest(np.array([-1, 65535], dtype=np.int32), (np.uint16,))
+    assert null_window.dtype == np.int32 and null_window.tolist() == [-1, 65535]
+    assert _concat([{"x": small}, {"x": wide}])["x"].tolist() == [0, 1460, 65535, 0, 70000]
+    assert _narrowest(np.array([], dtype=np.int64), lengths).dtype == np.int64

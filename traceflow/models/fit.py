@@ -356,21 +356,52 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                 method="given (--capacity)" if capacity_bps else method, peak_rate_bps=peaks)
     series = state.data.series(end)
 
+    # What the fits read of the flow table, taken first and the table then let go: the fits'
+    # modules (scipy.stats, scikit-learn: +80 MB) and working arrays add to the arrays below,
+    # not to the table (O(flows); 16x capture: 40 MB, with what Polars made of it on the way)
+    log("flow table: arrivals, sessions, transfers, RTTs")
     # Arrivals: every TCP connection whose SYN was seen (handshake complete or partial).
     tcp = (pl.col("proto") == 6) & (pl.col("handshake") != "none")
     starts = np.sort(fl.filter(tcp)["start"].cast(pl.Int64).to_numpy()) / 1e9
-    arrivals = Arrivals(n_flows=int(starts.size),
-                        rate_per_s=starts.size / duration if duration > 0 else math.nan,
-                        interarrival=fit_interarrival(np.diff(starts)))
     sessions = fit_sessions(fl, start, end, state.exchanges_per_connection())
-
-    log("arrivals, sizes, lifetimes, RTTs")
-    # the sizes and lifetimes first: their tail fits' working arrays (64x capture: +65 MB) then
-    # add to the flow table alone, not to what the RTT stage below leaves in the allocator
     tr = cmp.transfers(fl.select(_TRANSFER_INPUT))
     sizes, lifetimes = tr["size"].to_numpy(), tr["fct"].to_numpy()
     packets, request = tr["packets"].to_numpy(), tr["request"].to_numpy()
     del tr
+    # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
+    # column's minimum over the host pair); path_rtt keeps the handshakes it needs
+    # (one RttRows for both: the choice does not depend on the path unit; 64x capture: 80 MB)
+    rows = RttRows.of(fl, per="pair")
+    rtt_choice = rows.choice()
+    pair_rtt = rows.connection_rtts(rtt_choice.column)
+    del rows
+    trim_heap()
+    tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
+                                              gaps=state.synacks.table()))
+                       .with_columns(rtt_handshake=pair_rtt))
+    rtt, propagation = (tr[c].drop_nulls().to_numpy() for c in ("rtt", "path_rtt"))
+    server_share = tr["server_share"].median()
+    del fl, tr, pair_rtt
+    state.synacks = None
+    trim_heap()
+
+    log("end hosts")
+    # after the flows: the per-connection facts come back from the pass's spool (64x capture:
+    # +150 MB) when the flows' tables are gone, and before the fits' modules are loaded
+    if hosts_from is None:
+        hosts = state.hosts.result()
+    else:
+        other, _ = stream_inputs(_sources(hosts_from), workers=workers, flows=False,
+                                 filter=filter, proto=proto)
+        hosts = other.hosts.result()
+        other.spool.close()
+    state.spool.close()
+
+    log("fits: arrivals, sizes, lifetimes, RTT classes")
+    arrivals = Arrivals(n_flows=int(starts.size),
+                        rate_per_s=starts.size / duration if duration > 0 else math.nan,
+                        interarrival=fit_interarrival(np.diff(starts)))
+    del starts
     size_tail = tail_of(sizes)
     sizes_d = distribution_from_sample(sizes, "bytes", size_tail)
     life_d = distribution_from_sample(lifetimes, "s", tail_of(lifetimes))
@@ -387,42 +418,10 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     down = request[request < sizes]
     requests = (distribution_from_sample(down, "bytes") if 2 * down.size > sizes.size else None)
     del sizes, lifetimes, packets, request, down
-
-    # the transfers' RTT: each connection's path RTT as rtt and report show it (the chosen
-    # column's minimum over the host pair); path_rtt keeps the handshakes it needs
-    # (one RttRows for both: the choice does not depend on the path unit; 64x capture: 80 MB)
-    rows = RttRows.of(fl, per="pair")
-    rtt_choice = rows.choice()
-    pair_rtt = rows.connection_rtts(rtt_choice.column)
-    del rows
-    trim_heap()
-    tr = cmp.transfers(path_rtt(synack_queued(None, fl.select(_TRANSFER_INPUT), cap,
-                                              gaps=state.synacks.table()))
-                       .with_columns(rtt_handshake=pair_rtt))
-    # what the RTT fits read of the transfers (the same rows as above), taken before the flows'
-    # tables (O(flows)) go: the RTT classes' working arrays and the series statistics would
-    # otherwise add to them (64x capture: 300 MB of tables)
-    rtt, propagation = (tr[c].drop_nulls().to_numpy() for c in ("rtt", "path_rtt"))
-    server_share = tr["server_share"].median()
-    del fl, tr, pair_rtt
-    state.synacks = None
-    trim_heap()
     rtt_model = RTTModel(column=rtt_choice.column, distribution=distribution_from_sample(rtt, "s"),
                          classes=rtt_classes(rtt, seed=seed),
                          propagation=distribution_from_sample(propagation, "s"),
                          server_share=server_share)
-
-    log("end hosts")
-    # after the flows: the per-connection facts come back from the pass's spool (64x capture:
-    # +150 MB) when the flows' tables are gone
-    if hosts_from is None:
-        hosts = state.hosts.result()
-    else:
-        other, _ = stream_inputs(_sources(hosts_from), workers=workers, flows=False,
-                                 filter=filter, proto=proto)
-        hosts = other.hosts.result()
-        other.spool.close()
-    state.spool.close()
 
     log("Hurst, dispersion, conditional levels")
     hurst = cmp.hurst_estimates(series)
