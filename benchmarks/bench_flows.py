@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import run_child
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TRACEFLOW_SHARED", REPO.parent / "shared"))
 TESTBED = SHARED / "datasets" / "testbed"
@@ -34,14 +36,10 @@ TESTBED = SHARED / "datasets" / "testbed"
 
 def _child(cmd):
     """Run ``cmd``; return (wall seconds, CPU seconds, peak RSS in MB) of that child alone."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed with exit code {proc.returncode}")
-    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+    elapsed, cpu, peak, code = run_child(cmd)
+    if code != 0:
+        raise RuntimeError(f"{cmd[0]} failed with exit code {code}")
+    return elapsed, cpu, peak
 
 
 def _ours(pcap, out):

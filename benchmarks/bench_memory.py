@@ -24,8 +24,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import run_child
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TRACEFLOW_SHARED", REPO.parent / "shared"))
@@ -57,17 +58,8 @@ def commands(capture, out):
 def measure(cmd, timeout):
     """(wall seconds, peak RSS in MB, exit code) of one child process (killed after ``timeout``
     seconds: exit code -9)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = start + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            proc.kill()       # the traceflow guard's worker dies with it
-        time.sleep(0.2)
-    return time.perf_counter() - start, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+    elapsed, _, peak, code = run_child(cmd, timeout)
+    return elapsed, peak, code
 
 
 def _packets(capture):
