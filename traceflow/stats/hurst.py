@@ -46,6 +46,8 @@ _Z95 = 1.959963984540054
 #: series up to this many points (21.8 min of 10 ms bins): the spectral methods' periodogram is
 #: of every point (the FFT's working memory stays under ~20 MB whatever the length's factors)
 EXACT_FFT_POINTS = 1 << 17
+#: points of the block walks R/S holds at a time (512 KB)
+_WALK_POINTS = 1 << 16
 #: the primes a longer series' spectral part may have as factors (see the module docstring)
 _FFT_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73,
                79, 83, 89, 97)
@@ -89,6 +91,16 @@ def _log_scales(lo: int, hi: int, count: int) -> np.ndarray:
     return np.unique(np.round(np.geomspace(lo, hi, count)).astype(np.int64))
 
 
+def _running_sum(v):
+    """``[0, v0, v0 + v1, ...]`` (n + 1 values), the cumulative sum written in place: no
+    temporary of the series' size (1.44 M points, a 16x alpha1.35 capture's 10 ms series, are
+    11.5 MB each)."""
+    out = np.empty(v.size + 1)
+    out[0] = 0.0
+    np.cumsum(v, out=out[1:])
+    return out
+
+
 def _line(xs, ys, w=None):
     """Least-squares slope, intercept (optionally weighted)."""
     slope, intercept = np.polyfit(xs, ys, 1, w=None if w is None else np.sqrt(w))
@@ -108,7 +120,7 @@ def variance_time(x, *, m_min=1, min_blocks=10, points=24) -> HurstResult:
     x = _prepare(x)
     n = x.size
     ms = _log_scales(m_min, n // min_blocks, points)
-    cs = np.concatenate([[0.0], np.cumsum(x - x.mean())])
+    cs = _running_sum(x - x.mean())
     var = np.empty(ms.size)
     for i, m in enumerate(ms):  # one O(n) pass per scale (≈ 24 scales), not per sample
         k = n // m
@@ -167,16 +179,24 @@ def rescaled_range(x, *, d_min=16, min_blocks=4, points=20, pox_blocks=32,
     mean_rs = np.empty(ds.size)
     pox_x, pox_y = [], []
     xc = x - x.mean()  # global centring keeps the running sums small (precision)
-    cs = np.concatenate([[0.0], np.cumsum(xc)])
-    cs2 = np.concatenate([[0.0], np.cumsum(xc * xc)])
+    cs = _running_sum(xc)
+    cs2 = _running_sum(np.multiply(xc, xc, out=xc))
+    del xc
     for i, d in enumerate(ds):
-        # per block: walk_j = Σ_{t≤j} x_t − j·mean, from the global running sums (no per-row cumsum)
+        # per block: walk_j = Σ_{t≤j} x_t − j·mean, from the global running sums (no per-row
+        # cumsum), a few thousand blocks' walks at a time (all at once: two temporaries of the
+        # series' size, and R/S took 66 MB above a 1.44 M-point series)
         k = n // d
         start = cs[0: k * d: d]
         means = (cs[d: k * d + 1: d] - start) / d
-        walk = cs[1: k * d + 1].reshape(k, d) - start[:, None]
-        walk -= np.arange(1, d + 1)[None, :] * means[:, None]
-        R = np.maximum(walk.max(axis=1), 0) - np.minimum(walk.min(axis=1), 0)
+        steps = np.arange(1, d + 1)[None, :]
+        R = np.empty(k)
+        rows = max(1, _WALK_POINTS // d)
+        for r0 in range(0, k, rows):
+            r1 = min(k, r0 + rows)
+            walk = cs[1 + r0 * d: r1 * d + 1].reshape(r1 - r0, d) - start[r0:r1, None]
+            walk -= steps * means[r0:r1, None]
+            R[r0:r1] = np.maximum(walk.max(axis=1), 0) - np.minimum(walk.min(axis=1), 0)
         S = np.sqrt(np.maximum((cs2[d: k * d + 1: d] - cs2[0: k * d: d]) / d - means ** 2, 0))
         # R/S is undefined on a constant block (an idle stretch of a link: all zeros). Its S from
         # the running sums is rounding noise, not 0, and would put R/S near 1e-8: test the
@@ -226,7 +246,8 @@ def wavelet_details(x, N=3, levels=None) -> list[np.ndarray]:
     a = np.asarray(x, dtype=np.float64)
     out = []
     while a.size >= L + 2 * 4 and (levels is None or len(out) < levels):
-        out.append(np.correlate(a, g, "valid")[::2])
+        # a copy: the slice alone would keep the whole filtered series (twice the coefficients)
+        out.append(np.correlate(a, g, "valid")[::2].copy())
         a = np.correlate(a, h, "valid")[::2]
     return out
 
@@ -285,11 +306,13 @@ def _spectral_part(x):
         n -= 1
 
 
-def periodogram_ordinates(x):
-    """Fourier frequencies λ_j = 2πj/n (j = 1 … ⌊(n−1)/2⌋) and I(λ_j) = |Σ x e^{−iλt}|²/(2πn)."""
+def periodogram_ordinates(x, m=None):
+    """Fourier frequencies λ_j = 2πj/n (j = 1 … ⌊(n−1)/2⌋, or only the lowest ``m`` of them) and
+    I(λ_j) = |Σ x e^{−iλt}|²/(2πn). The local estimators read n^0.6-n^0.65 of the n/2
+    ordinates: only those are computed (all of them added 2.5 series' sizes to the FFT's)."""
     x = np.asarray(x, dtype=np.float64)
     n = x.size
-    m = (n - 1) // 2
+    m = (n - 1) // 2 if m is None else min(m, (n - 1) // 2)
     f = np.fft.rfft(x - x.mean())[1: m + 1]
     lam = 2 * np.pi * np.arange(1, m + 1) / n
     return lam, (f.real ** 2 + f.imag ** 2) / (2 * np.pi * n)
@@ -349,9 +372,8 @@ def whittle_fgn(x) -> HurstResult:
 def local_whittle(x, *, bandwidth=0.65) -> HurstResult:
     """Robinson's local Whittle on the lowest m = n^bandwidth frequencies; se = 1/(2√m)."""
     x = _spectral_part(_prepare(x))
-    lam, I = periodogram_ordinates(x)
-    m = max(8, min(lam.size, int(x.size ** bandwidth)))
-    lam, I = lam[:m], I[:m]
+    m = max(8, min((x.size - 1) // 2, int(x.size ** bandwidth)))
+    lam, I = periodogram_ordinates(x, m)
     mlog = np.mean(np.log(lam))
 
     def R(H):
@@ -371,9 +393,8 @@ def periodogram(x, *, bandwidth=0.6) -> HurstResult:
     """Log-periodogram (GPH) regression: log I(λ) = c − d·log(4 sin²(λ/2)), H = d + 1/2,
     over the lowest m = n^bandwidth frequencies. plot: ``x`` = log10 λ, ``y`` = log10 I."""
     x = _spectral_part(_prepare(x))
-    lam, I = periodogram_ordinates(x)
-    m = max(8, min(lam.size, int(x.size ** bandwidth)))
-    lam, I = lam[:m], I[:m]
+    m = max(8, min((x.size - 1) // 2, int(x.size ** bandwidth)))
+    lam, I = periodogram_ordinates(x, m)
     keep = I > 0
     lam, I = lam[keep], I[keep]
     reg = -np.log(4 * np.sin(lam / 2) ** 2)
