@@ -80,6 +80,6 @@ def test_fit_and_report_show_progress(tmp_path):
     res = invoke("fit", capture, "-o", tmp_path / "m.json", "--progress")
     stages = [line for line in res.stderr.splitlines() if line.startswith("[")]
     assert [s.split("] ", 1)[1].split()[0] for s in stages] == [
-        "one", "link", "flow", "end", "fits:", "Hurst,"]
+        "one", "link", "flow", "end", "Hurst,", "fits:"]
     quiet = invoke("fit", capture, "-o", tmp_path / "q.json", "--no-progress")
     assert not [line for line in quiet.stderr.splitlines() if line.startswith("[")]

@@ -399,6 +399,23 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     state.spool.close()
     trim_heap()
 
+    log("Hurst, dispersion, conditional levels")
+    hurst = cmp.hurst_estimates(series)
+    scales, idc = cmp.dispersion_curve(series)
+    levels = None
+    table = cmp.level_table(series, scale_s=LEVEL_SCALE_S)
+    if table is not None:
+        from traceflow.stats.levels import conditional_mean
+
+        levels = Levels(scale_s=LEVEL_SCALE_S, h=cmp.LEVELS_H, mapping="quantile",
+                        condprob=table.tolist(),
+                        expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
+    # before the fits: the spectral estimators' FFT (three series' sizes) then adds to the
+    # arrays the fits read alone, not to scikit-learn's mixtures too, and the series (O(the
+    # capture's duration)) is gone when they run
+    del series, table
+    trim_heap()
+
     log("fits: arrivals, sizes, lifetimes, RTT classes")
     arrivals = Arrivals(n_flows=int(starts.size),
                         rate_per_s=starts.size / duration if duration > 0 else math.nan,
@@ -425,17 +442,6 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                          propagation=distribution_from_sample(propagation, "s"),
                          server_share=server_share)
 
-    log("Hurst, dispersion, conditional levels")
-    hurst = cmp.hurst_estimates(series)
-    scales, idc = cmp.dispersion_curve(series)
-    levels = None
-    table = cmp.level_table(series, scale_s=LEVEL_SCALE_S)
-    if table is not None:
-        from traceflow.stats.levels import conditional_mean
-
-        levels = Levels(scale_s=LEVEL_SCALE_S, h=cmp.LEVELS_H, mapping="quantile",
-                        condprob=table.tolist(),
-                        expected=[None if not np.isfinite(v) else float(v) for v in conditional_mean(table)])
     model = Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
                   shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
                   sessions=sessions, dispersion=Dispersion(scales_s=scales, idc=idc),

@@ -84,8 +84,10 @@ _WITH_CONN = ("flight", "flight_conns", "timeouts")
 #: jobs queued for the host thread and not yet applied; the main thread waits beyond this
 #: (each holds a batch of packets). A reduction is a burst of work: with 4, the main thread
 #: waited 2.5 s of an 11 s pass at 16x for the host thread, and the pass took 12.9-14.0 s
-#: against 10.6-12.9 s with 8 (in-process, alternating; peak RSS 418-426 MB either way)
-_QUEUED = 8
+#: against 10.6-12.9 s with 8 (in-process, alternating; peak RSS 418-426 MB either way). Since
+#: the host thread does less per batch, 6 is as fast as 8: whole ``fit`` on the 16x copy,
+#: 7.62-8.27 s against 7.76-8.29 s, peak 300-308 MB against 303-311 MB (alternating, four each)
+_QUEUED = 6
 
 
 class Bins:
