@@ -318,6 +318,13 @@ def periodogram_ordinates(x, m=None):
     return lam, (f.real ** 2 + f.imag ** 2) / (2 * np.pi * n)
 
 
+def _lowest_ordinates(x, bandwidth):
+    """``(m, λ, I)``: the :func:`periodogram_ordinates` of the lowest m = n^``bandwidth`` (at
+    least 8) Fourier frequencies of ``x``, as the local estimators read them."""
+    m = max(8, min((x.size - 1) // 2, int(x.size ** bandwidth)))
+    return (m, *periodogram_ordinates(x, m))
+
+
 def _fgn_spectrum_shape(lam, H):
     """fGn spectral density up to the scale factor (Paxson 1997 approximation of the sum)."""
     d, dp = -2 * H - 1, -2 * H
@@ -372,8 +379,7 @@ def whittle_fgn(x) -> HurstResult:
 def local_whittle(x, *, bandwidth=0.65) -> HurstResult:
     """Robinson's local Whittle on the lowest m = n^bandwidth frequencies; se = 1/(2√m)."""
     x = _spectral_part(_prepare(x))
-    m = max(8, min((x.size - 1) // 2, int(x.size ** bandwidth)))
-    lam, I = periodogram_ordinates(x, m)
+    m, lam, I = _lowest_ordinates(x, bandwidth)
     mlog = np.mean(np.log(lam))
 
     def R(H):
@@ -393,8 +399,7 @@ def periodogram(x, *, bandwidth=0.6) -> HurstResult:
     """Log-periodogram (GPH) regression: log I(λ) = c − d·log(4 sin²(λ/2)), H = d + 1/2,
     over the lowest m = n^bandwidth frequencies. plot: ``x`` = log10 λ, ``y`` = log10 I."""
     x = _spectral_part(_prepare(x))
-    m = max(8, min((x.size - 1) // 2, int(x.size ** bandwidth)))
-    lam, I = periodogram_ordinates(x, m)
+    m, lam, I = _lowest_ordinates(x, bandwidth)
     keep = I > 0
     lam, I = lam[keep], I[keep]
     reg = -np.log(4 * np.sin(lam / 2) ** 2)
