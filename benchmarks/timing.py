@@ -1,4 +1,10 @@
-"""Wall-clock timers shared by the benchmarks (seconds, ``time.perf_counter``)."""
+"""Wall-clock timers shared by the benchmarks (seconds, ``time.perf_counter``), and the
+measure of one child process (:func:`run_child`)."""
+import math
+import os
+import signal
+import subprocess
+import sys
 import time
 
 
@@ -46,12 +52,6 @@ def run_child(cmd, timeout=None):
     """``(wall seconds, CPU seconds, peak RSS in MB, exit code)`` of the process ``cmd`` alone
     (its output discarded; see :data:`_LAUNCHER`), killed with everything it started after
     ``timeout`` seconds (exit code -9, the other values NaN)."""
-    import math
-    import os
-    import signal
-    import subprocess
-    import sys
-
     proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, *map(str, cmd)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
