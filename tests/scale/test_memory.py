@@ -22,6 +22,12 @@ POLARS = "dirty_decay_ms:500,muzzy_decay_ms:1000"
     (f"{POLARS},narenas:4", f"{POLARS},narenas:4"),
 ])
 def test_jemalloc_options_unless_the_user_chose(found, wanted, monkeypatch):
+    from traceflow.scale import memory
+
+    # this process keeps its own arenas and Arrow pool
+    monkeypatch.setattr(memory, "_mallopt", None)
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", os.environ.get("ARROW_DEFAULT_MEMORY_POOL",
+                                                                   "system"))
     if found is None:
         monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
     else:
