@@ -8,9 +8,9 @@ decoded, a Parquet file read, a frame sliced) and every batch goes once to
 - the span counters (first and last timestamp, packets, IP bytes);
 - the packet-pair test of the SYN/ACKs (:class:`traceflow.flows.handshake_queue.SynAckGaps`);
 - a buffer of the TCP packets of the connections still open (only the columns the end-host
-  inference reads, carried with the splitter's packets; lengths and connection ids in 32
-  bits). When the flow table hands out a finished connection, its packets leave the buffer
-  and are reduced: end-host facts
+  inference reads, carried with the splitter's packets, each in the narrowest integer type
+  that holds a batch's values; connection ids in 32 bits). When the flow table hands out a
+  finished connection, its packets leave the buffer and are reduced: end-host facts
   (:class:`traceflow.flows.hosts.HostFacts`) and request/response exchanges
   (:func:`traceflow.flows.hosts.reduce_packets`, a Cython kernel) and, from the packets of its
   data sender, the data-direction bytes per 10 ms (:class:`Bins`, from the first packet's

@@ -309,7 +309,8 @@ def _spectral_part(x):
 def periodogram_ordinates(x, m=None):
     """Fourier frequencies λ_j = 2πj/n (j = 1 … ⌊(n−1)/2⌋, or only the lowest ``m`` of them) and
     I(λ_j) = |Σ x e^{−iλt}|²/(2πn). The local estimators read n^0.6-n^0.65 of the n/2
-    ordinates: only those are computed (all of them added 2.5 series' sizes to the FFT's)."""
+    ordinates: only those are computed (the peak memory stays the FFT's own: local Whittle
+    on a 1.44 M-point series, 44 MB above it either way)."""
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     m = (n - 1) // 2 if m is None else min(m, (n - 1) // 2)
