@@ -7,7 +7,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import REFERENCE, invoke, require_tool, shared_path
+from conftest import invoke, require_tool, shared_path
 
 from traceflow.errors import TraceflowError
 
@@ -30,7 +30,7 @@ def tshark_tcp(netflix, tmp_path_factory):
 
 
 def https_streams():
-    with open(REFERENCE / f"{NETFLIX}.streams.csv", newline="") as f:
+    with open(shared_path("reference", f"{NETFLIX}.streams.csv"), newline="") as f:
         return [r for r in csv.DictReader(f) if r["server_port"] == "443"]
 
 
@@ -58,7 +58,7 @@ def test_fit_filter_equals_tshark_selection(netflix, tshark_tcp, tmp_path):
 
 def test_report_proto_counts_tshark_tcp_packets(tmp_path):
     name = "zeek_wikipedia.pcap"
-    reference = json.loads((REFERENCE / f"{name}.packets.json").read_text())
+    reference = json.loads(shared_path("reference", f"{name}.packets.json").read_text())
     summary = run_json("report", shared_path("captures", name), "--proto", "tcp", "-o",
                        tmp_path / "r")
     rows = {r["quantity"]: r["raw"] for r in summary["sections"][0]["rows"]}
