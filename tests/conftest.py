@@ -179,3 +179,20 @@ def nolds_measures():
     module = importlib.util.module_from_spec(mspec)
     mspec.loader.exec_module(module)
     return module
+
+
+def _needs_datasets(report):
+    """Whether a skipped test's reason is that ../shared (the external datasets) is absent."""
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return "../shared" in reason or str(SHARED) in reason
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line saying how many tests skipped for want of the external datasets, and how to get
+    them (README: "External datasets")."""
+    missing = sum(_needs_datasets(r) for r in terminalreporter.stats.get("skipped", []))
+    if missing:
+        terminalreporter.write_line(
+            f"{missing} test{'s' * (missing != 1)} skipped: they need the external datasets under {SHARED} "
+            "(a checkout of the project's shared/ directory next to this repository, or "
+            "TRACEFLOW_SHARED=/path/to/shared; `traceflow datasets list` says what is present)")
