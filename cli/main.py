@@ -21,8 +21,11 @@ from traceflow.cli import guard
 from traceflow.errors import (WRITE_ERRNOS, TraceflowError, TraceflowWarning, exhaustion,
                               memory_limit, out_of_memory)
 from traceflow.scale.memory import one_arena, reserve_blas_buffer
+from traceflow.suggest import did_you_mean
 
 LOST = "an allocation failed where it could not be reported"
+#: what Click >= 8.2 raises for a bare ``traceflow`` (8.1 printed the help and exited 0 itself)
+NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 COMMANDS = {
     "info": "Summarize captures like capinfos: format, link types, packets, bytes, span.",
@@ -57,6 +60,22 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"traceflow.cli.{name}")
         return module.command
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in COMMANDS and not args[0].startswith("-"):
+            ctx.fail(f"no such command {args[0]!r}{did_you_mean(args[0], COMMANDS)}; "
+                     "traceflow --help lists them")
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx):
+        """Run the command; a reader that stops reading (``traceflow flows ... -o - | head``)
+        ends it quietly with status 0, as for any Unix filter."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # stdout's unflushed rest would fail again at exit: send it nowhere
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
 
     def format_commands(self, ctx, formatter):
         # Short help from the table above, so listing commands imports nothing.
@@ -157,6 +176,9 @@ def main(argv=None):
                          f"{out_of_memory(LOST + '; the outputs may be incomplete')}", 2)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+    except NoArgsIsHelp as exc:  # bare `traceflow`: the help as Click formats it, status 0
+        click.echo(exc.ctx.get_help())
+        code = 0
     except click.exceptions.Abort:
         code = _fail("aborted", 130)
     except click.ClickException as exc:

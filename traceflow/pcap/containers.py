@@ -200,7 +200,8 @@ class ReadStats:
     ``skipped_records``/``skipped_bytes``: malformed input dropped under ``on_error="skip"``;
     ``unsupported_linktypes``: {link type: records not decoded}; ``bytes``: decompressed bytes read;
     ``truncated_bytes``: bytes of a last record the file ends inside (0: the file ends on a record
-    boundary; see :func:`end_truncated`).
+    boundary; see :func:`end_truncated`); ``snaplens``: the snapshot length (bytes) of the pcap
+    file header, or of each pcapng interface in file order (0: no limit).
     """
     path: str = ""
     format: str = ""
@@ -213,6 +214,7 @@ class ReadStats:
     interfaces: int = 0
     bytes: int = 0
     truncated_bytes: int = 0
+    snaplens: list = field(default_factory=list)
     errors: list = field(default_factory=list)
 
     def add_unsupported(self, linktype, n):

@@ -122,7 +122,7 @@ def _pcap_records(src, head, path, stats):
     hdr_cls = pcap.LEPktHdr if little else pcap.PktHdr
     linktype = fh.linktype & 0xFFFF
     limit = fh.snaplen or MAX_RECORD
-    stats.interfaces = 1
+    stats.interfaces, stats.snaplens = 1, [fh.snaplen]
     offset = 24
     while True:
         raw = src.read_exact(16)
@@ -198,7 +198,9 @@ def _pcapng_records(src, head, path, stats):
                     tsresol = data[0]
                 elif code == pcapng.PCAPNG_OPT_IF_TSOFFSET and len(data) >= 8:
                     tsoffset = struct.unpack(e + "q", data[:8])[0]
-            interfaces.append((_fixed_fields(cls, block).linktype, tsresol, tsoffset))
+            idb = _fixed_fields(cls, block)
+            stats.snaplens.append(idb.snaplen)
+            interfaces.append((idb.linktype, tsresol, tsoffset))
         elif btype in (pcapng.PCAPNG_BT_EPB, pcapng.PCAPNG_BT_PB, pcapng.PCAPNG_BT_SPB):
             if btype == pcapng.PCAPNG_BT_SPB:
                 wirelen = struct.unpack(e + "I", block[8:12])[0]

@@ -2,7 +2,8 @@
 
 :func:`capture_info` reads a capture once and reports its format and compression, link types,
 records, bytes (the frames' original lengths, capinfos' "data size"), the time span (first and last
-timestamp, UTC), whether timestamps are in order, protocol counts, TCP connections (from the flow
+timestamp, UTC), whether timestamps are in order and the longest silence between them (a clock
+step shows there), the snapshot length(s), protocol counts, TCP connections (from the flow
 table: started with a SYN, and with a complete handshake) and truncation (records cut to the
 snapshot length, a last record cut short, records skipped). Bytes of records whose link type the
 decoder does not read are not known: those records are counted per link type under
@@ -69,7 +70,7 @@ def capture_info(path, *, decoder="fast", on_error="fail"):
     packets = pl.from_arrow(pa.Table.from_batches(batches)) if batches else None
     out = {"file": str(path), "format": stats.format, "compression": stats.compression,
            "file_bytes": Path(path).stat().st_size, "interfaces": stats.interfaces,
-           "records": stats.records, "packets": stats.packets}
+           "records": stats.records, "packets": stats.packets, "snaplens": stats.snaplens}
     per_type = {}
     if packets is not None and packets.height:
         counts = packets.group_by("linktype").agg(pl.len(), pl.col("wirelen").cast(pl.Int64).sum(),
@@ -98,16 +99,21 @@ def capture_info(path, *, decoder="fast", on_error="fail"):
 
 
 def _span(packets):
-    """First/last timestamps (int ns), the duration (s) and whether timestamps never decrease."""
+    """First/last timestamps (int ns), the duration (s), whether timestamps never decrease, and
+    the longest gap between consecutive timestamps in time order: its length (s) and the packets
+    before it (``gap_after_packets``)."""
     import polars as pl
 
     if packets is None or packets.height == 0:
-        return {"first_ns": None, "last_ns": None, "duration_s": None, "time_ordered": True}
+        return {"first_ns": None, "last_ns": None, "duration_s": None, "time_ordered": True,
+                "longest_gap_s": None, "gap_after_packets": None}
     ts = packets.get_column("ts").cast(pl.Int64)
     first, last = int(ts.min()), int(ts.max())
     ordered = bool(packets.height < 2 or (ts.diff().drop_nulls() >= 0).all())
+    gaps = ts.sort().diff().fill_null(0)
+    at = int(gaps.arg_max())
     return {"first_ns": first, "last_ns": last, "duration_s": (last - first) / 1e9,
-            "time_ordered": ordered}
+            "time_ordered": ordered, "longest_gap_s": int(gaps[at]) / 1e9, "gap_after_packets": at}
 
 
 def _tcp(flow_table):

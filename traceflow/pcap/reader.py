@@ -218,6 +218,7 @@ class _FastReader:
             if fmt == "pcap":
                 self.stats.add_unsupported(hdr.linktype, dec.unsupported)
                 self.stats.interfaces = int(start == 0)
+                self.stats.snaplens = [hdr.snaplen] * int(start == 0)
             else:
                 self._collect_interfaces()
 
@@ -367,7 +368,9 @@ class _FastReader:
         elif btype == IDB:
             if blen < 20:
                 raise self._error(f"truncated interface description block ({blen} bytes)", base + pos)
-            self._add_interface(parse_idb(block, big))
+            iface = parse_idb(block, big)
+            self.stats.snaplens.append(iface.snaplen)
+            self._add_interface(iface)
         # every other block type (statistics, name resolution, custom, unknown) is legal: skip it
         return pos + blen
 

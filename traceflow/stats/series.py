@@ -463,7 +463,10 @@ def load_series(path, *, column=None, bin=None, direction=None, filter=None, pro
 def column_values(df: pl.DataFrame, column: str, *, path=None) -> np.ndarray:
     """A numeric column as float64 (Duration → seconds; Datetime rejected; nulls dropped)."""
     if column not in df.columns:
-        raise TraceflowError(f"no column {column!r} (have: {', '.join(df.columns[:20])})", path=path)
+        from traceflow.suggest import did_you_mean
+
+        raise TraceflowError(f"no column {column!r}{did_you_mean(column, df.columns)}; columns: "
+                             f"{', '.join(df.columns)}", path=path)
     s = df.get_column(column)
     if s.dtype == pl.Duration or isinstance(s.dtype, pl.Duration):
         s = s.dt.total_nanoseconds().cast(pl.Float64) / 1e9
