@@ -90,10 +90,24 @@ def command(inputs, output, hosts_from, capacity, workers, filter_, proto, progr
         click.echo(f"flow sizes: mean {units.size(s.mean)}, Pareto tail alpha {s.tail.alpha:.3f} "
                    f"above {units.size(s.tail.xmin)} ({s.tail.n_tail} transfers)")
     iw = "n/a" if h.initial_window is None else f"{h.initial_window:g} segments"
+    iw_q = h.quality.get("initial_window", "ok").split(":")[0]
+    net = model.network
+    if net is not None:
+        def flag(name):
+            q = net.quality.get(name, "ok")
+            return "" if q == "ok" else f" ({q.split(':')[0]})"
+
+        click.echo(f"network (capture {net.side} of the bottleneck): rate "
+                   f"{units.rate(net.rate_bps)}{flag('rate')}, buffer "
+                   f"{units.size(net.buffer_bytes)}{flag('buffer')} (full queue "
+                   f"{units.duration(net.full_queue_delay_s)}), burst "
+                   f"{units.size(net.burst_bytes)}{flag('burst')}, reverse path "
+                   + (units.rate(net.reverse_rate_bps) if net.reverse_rate_bps else "unshaped")
+                   + f"{flag('reverse')}")
     click.echo(f"hosts (capture next to the data {h.vantage}s): MSS {units.number(h.mss)}, "
                f"segment {units.size(h.segment_size)}, header {units.size(h.header_bytes)}, "
                f"initial window {iw} "
-               f"({'observed' if h.initial_window_observable else 'lower bound'}), min RTO "
+               f"({'observed' if iw_q == 'ok' else iw_q}), min RTO "
                f"{units.duration(h.min_rto_s)} ({h.rto_samples} timeouts), initial RTO "
                f"{units.duration(h.initial_rto_s)}, delayed ACK {units.number(h.delayed_ack)}, "
                f"SACK {units.number(h.sack)}, timestamps {units.number(h.timestamps)}, "
@@ -101,3 +115,7 @@ def command(inputs, output, hosts_from, capacity, workers, filter_, proto, progr
     click.echo("Hurst: " + ", ".join(f"{k} {v:.3f}" for k, v in model.hurst.items()))
     for name, q in quality.items():
         click.echo(f"quality {name}: {q.text()}")
+    for part, flags in (("network", net.quality if net is not None else {}),
+                        ("hosts", h.quality)):
+        for name, q in flags.items():
+            click.echo(f"quality {part}.{name}: {q}")

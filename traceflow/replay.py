@@ -267,14 +267,81 @@ def host_settings(hosts: Hosts | None):
     return out
 
 
+def network_settings(network):
+    """Scenario keys (``topology.bottleneck.*``) of the network a model inferred
+    (:class:`~traceflow.models.model.Network`): its service rate (IP bytes, no link-layer
+    overhead), DropTail buffer in bytes, token-bucket burst and reverse path."""
+    if network is None:
+        return {}
+    bneck = {"rate": float(network.rate_bps), "burst": int(network.burst_bytes),
+             "rate_rev": float(network.reverse_rate_bps) if network.reverse_rate_bps else "line",
+             "queue": {"kind": "droptail", "limit": 0, "limit_bytes": int(network.buffer_bytes)}}
+    return {"topology": {"bottleneck": bneck}}
+
+
+#: what a replay prints of the settings it used: scenario key -> (label, model part, the
+#: model's quality key, format)
+SETTINGS = {
+    "topology.bottleneck.rate": ("rate", "network", "rate", "rate"),
+    "topology.bottleneck.queue.limit_bytes": ("buffer", "network", "buffer", "bytes"),
+    "topology.bottleneck.burst": ("burst", "network", "burst", "bytes"),
+    "topology.bottleneck.rate_rev": ("reverse path", "network", "reverse", "rate"),
+    "tcp.cc": ("congestion control", "hosts", "congestion_control", "text"),
+    "tcp.init_cwnd": ("initial window", "hosts", "initial_window", "segments"),
+    "simulation.mss": ("segment", "hosts", "segment_size", "bytes"),
+    "tcp.min_rto": ("min RTO", "hosts", "min_rto_s", "seconds"),
+    "tcp.init_rto": ("initial RTO", "hosts", "initial_rto_s", "seconds"),
+}
+
+
+def used_settings(raw, model_keys, given_keys, model):
+    """What a replay used, per :data:`SETTINGS` key, of the final scenario ``raw`` (TCP keys
+    as the simulator resolves them, profile defaults included): ``{"key", "label", "value",
+    "format", "source", "quality"}``. ``source``: ``scenario`` (the scenario file or --set named
+    it), ``model`` (fitted; ``quality`` the model's flag) or ``default`` (the simulator's)."""
+    from traceflow.sim import load_scenario
+    from traceflow.values import get_dotted
+
+    tcp = load_scenario(raw).tcp
+    rows = []
+    for key, (label, part, qkey, fmt) in SETTINGS.items():
+        section, _, name = key.partition(".")
+        value = (getattr(tcp, name, None) if section == "tcp" else get_dotted(raw, key))
+        if value is None:
+            continue
+        quality = None
+        if key in given_keys:
+            source = "scenario"
+        elif key in model_keys:
+            source = "model"
+            holder = getattr(model, part, None) if model is not None else None
+            quality = (getattr(holder, "quality", None) or {}).get(qkey, "ok")
+        else:
+            source = "default"
+        rows.append({"key": key, "label": label, "value": value, "format": fmt,
+                     "source": source, "quality": quality})
+    return rows
+
+
+def _keys(tree, prefix=""):
+    """The dotted keys of the leaves of a nested dict."""
+    out = set()
+    for k, v in tree.items():
+        name = f"{prefix}{k}"
+        out |= _keys(v, name + ".") if isinstance(v, dict) else {name}
+    return out
+
+
 def read_scenario(path):
     """The raw dict of a replay scenario TOML file."""
     return read_toml(path)
 
 
-def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, name="replay"):
-    """The raw scenario dict of a replay: defaults < fitted hosts < ``scenario`` (dict or TOML
-    path). The trace group is appended; its index is ``len(raw["traffic"]) - 1``."""
+def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, name="replay",
+                   network=None):
+    """The raw scenario dict of a replay: defaults < fitted hosts < fitted ``network``
+    (:func:`network_settings`) < ``scenario`` (dict or TOML path; a queue it names replaces the
+    fitted one whole). The trace group is appended; its index is ``len(raw["traffic"]) - 1``."""
     raw = scenario if isinstance(scenario, dict) else (read_scenario(scenario) if scenario else {})
     given_rate = "rate" in raw.get("topology", {}).get("bottleneck", {})
     rate = float(capacity_bps) if capacity_bps and math.isfinite(capacity_bps) else None
@@ -292,7 +359,8 @@ def build_scenario(*, hosts=None, capacity_bps=None, duration_s, scenario=None, 
                      "bottleneck": bneck,
                      "access": {"rate": access_rate, "delay": DEFAULT_DELAY_S}},
     }
-    merged = merge(merge(defaults, host_settings(hosts)), raw)
+    merged = merge(merge(merge(defaults, host_settings(hosts)), network_settings(network)), raw,
+                   replace=("queue",))
     if merged["topology"].get("kind", "dumbbell") != "dumbbell":
         raise ScenarioError("topology.kind: replays use the dumbbell topology")
     merged["topology"]["bottleneck"]["pcap"] = True
@@ -360,8 +428,14 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
         table = table.filter(pl.col("start") - pl.col("start").min() < int(span * 1e9))
     hosts = model.hosts if model is not None else None
     cap = model.link.capacity_bps if model is not None else None
-    raw = build_scenario(hosts=hosts, capacity_bps=cap, duration_s=span, scenario=scenario)
+    network = model.network if model is not None else None
+    given = scenario if isinstance(scenario, dict) else (read_scenario(scenario) if scenario else {})
+    raw = build_scenario(hosts=hosts, capacity_bps=cap, duration_s=span, scenario=given,
+                         network=network)
     raw = apply_overrides(raw, overrides)
+    settings = used_settings(raw, _keys(merge(host_settings(hosts), network_settings(network))),
+                             _keys(given) | {o.split("=", 1)[0].strip() for o in overrides},
+                             model)
     group = len(raw["traffic"]) - 1
     iterate = mode == "model" and normalize and model.link.mean_rate_bps > 0
     rounds, best, scale = [], None, 1.0
@@ -403,6 +477,7 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
             "initial_rto_s": hosts.initial_rto_s, "delayed_ack": hosts.delayed_ack,
             "sack": hosts.sack, "timestamps": hosts.timestamps},
         "host_settings": host_settings(hosts),
+        "settings": settings,
         "pcap": BOTTLENECK_PCAP,
     }
     warning = spurious_timeouts(result.summary)

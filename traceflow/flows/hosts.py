@@ -46,6 +46,8 @@ capture can be streamed connection by connection (``traceflow fit``:
 
 Times are seconds (float) in the results; the packets table uses integer-ns timestamps.
 """
+import dataclasses
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -390,7 +392,8 @@ class HostFacts:
         mss = _mode(self._all("mss").to_numpy())
         per_conn = self._all("per_conn")
         full = per_conn.filter(pl.col("n_data") >= 3)
-        seg = _mode(full["max_payload"].to_numpy()) if full.height else _mode(per_conn["max_payload"].to_numpy())
+        sack, stamps, wscale = _options(self._all("options"))
+        seg, seg_quality = _segment_size(per_conn, mss, stamps)
         header = _mode(full["header"].to_numpy()) if full.height else None
         legs = self._all("legs")
         where = vantage(legs)
@@ -400,8 +403,7 @@ class HostFacts:
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
         spa = _segments_per_ack(*self.spa)
-        sack, stamps, wscale = _options(self._all("options"))
-        return Hosts(
+        return plausible(Hosts(
             mss=None if mss is None else int(mss),
             segment_size=None if seg is None else int(seg),
             initial_window=iw if iw_n >= min_flows else None,
@@ -422,7 +424,92 @@ class HostFacts:
             window_scale=wscale,
             **_app_delays({name: self._all(name) for name in ("request", "response", "close")},
                           sender_side=where == "sender"),
-        )
+            quality={"segment_size": seg_quality},
+        ))
+
+
+#: the floors of real stacks: RFC 6298's minimum RTO is 1 s, Linux's 200 ms (TCP_RTO_MIN), and
+#: none goes lower; the initial RTO is 1 s (RFC 6298, Linux TCP_TIMEOUT_INIT), 3 s in older stacks
+STACK_MIN_RTO_S = 0.2
+STACK_INITIAL_RTO_S = 1.0
+#: Linux's (and RFC 6928's) initial window, segments: what a stack that shows Linux's options
+#: (SACK, timestamps, window scaling) uses when the capture cannot show it
+LINUX_INITIAL_WINDOW = 10
+#: jiffy rounding and timer slack: a measured RTO this far below a floor is still that floor
+RTO_SLACK = 0.9
+
+
+def plausible(hosts):
+    """``hosts`` with each doubtful value flagged in ``hosts.quality`` (``ok``, ``lower bound``,
+    ``default`` or ``implausible``, with why), and replaced where no stack behaves so.
+
+    - initial window: at a vantage point behind the bottleneck the first flight cannot be told
+      from what it released, so the estimate is a lower bound; where the handshakes show a Linux
+      stack (SACK, timestamps, window scaling) and the bound does not exceed Linux's, the value
+      is Linux's :data:`LINUX_INITIAL_WINDOW` (flagged ``default``, the bound in the reason);
+    - minimum RTO below :data:`STACK_MIN_RTO_S`, or above the initial RTO: no stack's floor (the
+      "timeouts" were other retransmissions); dropped (the replay keeps its profile's);
+    - initial RTO below :data:`STACK_INITIAL_RTO_S`: duplicate SYN/ACKs are not a timer;
+      dropped."""
+    q = dict(hosts.quality)
+    q.setdefault("segment_size", "ok")
+    iw = hosts.initial_window
+    if iw is None:
+        q["initial_window"] = "unknown: no connection sent beyond its first flight"
+    elif hosts.initial_window_observable:
+        q["initial_window"] = "ok"
+    elif hosts.sack and hosts.timestamps and hosts.window_scale is not None \
+            and iw <= LINUX_INITIAL_WINDOW:
+        q["initial_window"] = (f"default: Linux's {LINUX_INITIAL_WINDOW} segments (RFC 6928); "
+                               "behind the bottleneck the first flight queues with the segments "
+                               f"it releases, the capture shows at least {iw:g}")
+        iw = float(LINUX_INITIAL_WINDOW)
+    else:
+        q["initial_window"] = ("lower bound: behind the bottleneck the first flight queues with "
+                               "the segments it releases")
+    min_rto, init_rto = hosts.min_rto_s, hosts.initial_rto_s
+    if init_rto is not None and init_rto < RTO_SLACK * STACK_INITIAL_RTO_S:
+        q["initial_rto_s"] = (f"implausible: {init_rto * 1e3:.0f} ms between a SYN's copies is "
+                              f"below every stack's initial RTO ({STACK_INITIAL_RTO_S:g} s): "
+                              "duplicates, not a timer")
+        init_rto = None
+    elif init_rto is not None:
+        q["initial_rto_s"] = "ok"
+    if min_rto is not None and (min_rto < RTO_SLACK * STACK_MIN_RTO_S
+                                or (init_rto is not None and min_rto > init_rto)):
+        q["min_rto_s"] = (f"implausible: {min_rto * 1e3:.0f} ms from {hosts.rto_samples} "
+                          f"retransmissions is outside every stack's floor ({STACK_MIN_RTO_S:g} s "
+                          "up to the initial RTO): not timeouts")
+        min_rto = None
+    elif min_rto is not None:
+        q["min_rto_s"] = "ok" if hosts.rto_samples >= 5 else \
+            f"guess: from {hosts.rto_samples} timeouts"
+    return dataclasses.replace(hosts, initial_window=iw, min_rto_s=min_rto,
+                               initial_rto_s=init_rto, quality=q)
+
+
+def _segment_size(per_conn, mss, timestamps):
+    """``(payload bytes of a full segment, quality)``: the largest payload that bulk
+    transfers (connections of 3 data segments or more) share — at least a tenth of them reach it
+    — where the handshakes' MSS (less 12 bytes of timestamps) allows it; interactive traffic,
+    whose largest payloads are its messages, is not a segment size. Without bulk transfers: the
+    MSS less its options, flagged."""
+    full = per_conn.filter(pl.col("n_data") >= 3)["max_payload"].to_numpy()
+    cap = None if mss is None else int(mss) - (12 if timestamps else 0)
+    if full.size:
+        values, counts = np.unique(full, return_counts=True)
+        common = values[counts >= max(1, 0.1 * full.size)]
+        if cap is not None:
+            common = common[common <= cap]
+        if common.size and (cap is None or common.max() >= cap // 2):
+            return int(common.max()), "ok"
+    if cap is not None:
+        return cap, ("default: no bulk transfers; the handshakes' MSS less its options")
+    payloads = per_conn["max_payload"].to_numpy()
+    payloads = payloads[payloads > 0]
+    if payloads.size:
+        return int(payloads.max()), "guess: no bulk transfers and no MSS option; the largest payload"
+    return None, "unknown: no data"
 
 
 def infer_hosts(packets, *, min_flows=5):

@@ -39,6 +39,7 @@ import polars as pl
 
 from traceflow import compare as cmp
 from traceflow.errors import InputFormatError
+from traceflow.models.network import infer_network, service_rate
 from traceflow.models.model import (Arrivals, Dispersion, InterArrival, Levels, Link, Model, RTTClass,
                              RTTModel, Shares, Span, Tail, distribution_from_sample)
 
@@ -50,7 +51,7 @@ LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-live
 FLOW_COLUMNS = ["proto", "client_addr", "client_port", "server_addr", "server_port",
                 "start", "end", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
                 "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
-                "rtt_handshake", "rtt_min"]
+                "rtt_handshake", "rtt_min", "retransmissions"]
 #: what synack_queued, path_rtt and transfers read of the flows (the table they pass on)
 _TRANSFER_INPUT = ["proto", "client_addr", "server_addr", "start", "duration", "packets",
                    "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
@@ -349,11 +350,19 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     log("link capacity and load")
     est, peaks, method = (math.nan, {}, "no data packets") if state.data.count == 0 else \
         capacity_of_series(state.data.busy(), state.data.total / state.data.count)
+    # the bottleneck's service rate from its back-to-back spacing where the capture shows it
+    rate = service_rate(state.spacing, est, peaks)
+    if capacity_bps:
+        rate = (float(capacity_bps), "given (--capacity)", "ok")
+    elif rate[2] == "ok":
+        est, method = rate[0], f"back-to-back spacing: {rate[1]}"
     cap = float(capacity_bps) if capacity_bps else est
     mean_rate = 8 * state.data.total / duration if duration > 0 else math.nan
     link = Link(capacity_bps=cap, mean_rate_bps=mean_rate,
                 utilization=mean_rate / cap if cap and cap > 0 else math.nan,
                 method="given (--capacity)" if capacity_bps else method, peak_rate_bps=peaks)
+    data_packets = state.data.count
+    mean_packet = state.data.total / data_packets if data_packets else math.nan
     series = state.data.series(end)
     state.data = None       # its bins, now copied to series (O(duration): 16x alpha1.35, 11.5 MB)
 
@@ -382,6 +391,12 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
                        .with_columns(rtt_handshake=pair_rtt))
     rtt, propagation = (tr[c].drop_nulls().to_numpy() for c in ("rtt", "path_rtt"))
     server_share = tr["server_share"].median()
+    log("network: bottleneck buffer, burst, side")
+    network = infer_network(state.spacing, fl, rate, mean_packet=mean_packet,
+                            data_packets=data_packets,
+                            retransmissions=int(fl["retransmissions"].fill_null(0).sum()),
+                            path_rtt_s=float(np.median(propagation)) if propagation.size else None)
+    state.spacing = None
     del fl, tr, pair_rtt
     state.synacks = None
     trim_heap()
@@ -445,7 +460,7 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     model = Model(span=span, link=link, arrivals=arrivals, sizes=sizes_d, lifetimes=life_d,
                   shares=shares, rtt=rtt_model, hosts=hosts, hurst=hurst, requests=requests,
                   sessions=sessions, dispersion=Dispersion(scales_s=scales, idc=idc),
-                  levels=levels, series_bin_s=cmp.BIN_NS / 1e9)
+                  levels=levels, series_bin_s=cmp.BIN_NS / 1e9, network=network)
     require_replayable(model, inputs[0] if len(inputs) == 1 and isinstance(inputs[0], (str, Path))
                        else None)
     return model

@@ -49,6 +49,7 @@ import polars as pl
 from traceflow import compare as cmp
 from traceflow.errors import InputFormatError, about
 from traceflow.flows.table import CLOSE_REASONS, HANDSHAKE_STATES
+from traceflow.models.network import Spacing
 from traceflow.scale.memory import trim_heap
 from traceflow.scale.spool import SPOOL_BYTES, Spool
 from traceflow.stats.bins import check_span
@@ -179,6 +180,8 @@ class PacketPass:
         self.spool = Spool(spool_bytes)
         self.hosts = HostFacts(self.spool) if hosts else None
         self.synacks = SynAckGaps(self.spool) if flows and self.link else None
+        # the bottleneck's back-to-back spacing (traceflow.models.network), the link's
+        self.spacing = Spacing() if flows and self.link else None
         self.data = None             # data-direction packets' Bins, origin: the first packet's
         self.packets = 0
         self.bytes = 0
@@ -268,6 +271,8 @@ class PacketPass:
             "lo": ts.min(), "hi": ts.max(), "packets": df.height,
             "bytes": int(df["ip_len"].cast(pl.Int64).fill_null(0).sum()),
             "synacks": None if self.synacks is None else self.synacks.measure(df),
+            "spacing": None if self.spacing is None else self.spacing.measure(
+                ts.to_numpy(), df["ip_len"].cast(pl.Int64).fill_null(0).to_numpy()),
             "other": (other["ts"].cast(pl.Int64).to_numpy(),
                       other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
             "first_tcp": df.select(pl.col("ts").filter(tcp).first().cast(pl.Int64)).item(),
@@ -288,6 +293,8 @@ class PacketPass:
         self.bytes += facts["bytes"]
         if self.synacks is not None:
             self.synacks.keep(facts["synacks"])
+        if self.spacing is not None:
+            self.spacing.add(facts["spacing"])
         self._data(*facts["other"])
 
     def _consumed(self, done, out):
@@ -431,6 +438,7 @@ class PacketPass:
         return {"span": (self.start, self.end, self.packets, self.bytes) if self.link else None,
                 "data": self.data if self.keep_flows else None, "exchanges": self.exchanges,
                 "synacks": None if self.synacks is None else self.synacks.table(),
+                "spacing": self.spacing,
                 "hosts": None if self.hosts is None else self.hosts.parts()}
 
     def absorb(self, snapshot):
@@ -446,6 +454,8 @@ class PacketPass:
                 self.data.merge(data)
         self.exchanges = [mine + theirs for mine, theirs in zip(self.exchanges,
                                                                 snapshot["exchanges"])]
+        if snapshot.get("spacing") is not None:
+            self.spacing.merge(snapshot["spacing"])
         if snapshot["synacks"] is not None and snapshot["synacks"].height:
             self.synacks.keep(snapshot["synacks"])
         if snapshot["hosts"] is not None:

@@ -23,7 +23,7 @@ from traceflow.atomic import write_text
 from traceflow.jsonutil import jsonable
 from traceflow.errors import InputFormatError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -47,6 +47,27 @@ class Link:
     utilization: float
     method: str
     peak_rate_bps: dict[str, float] = field(default_factory=dict)  # bin label -> peak rate
+
+
+@dataclass
+class Network:
+    """The bottleneck and paths the capture came through (:mod:`traceflow.models.network`):
+    ``rate_bps`` the bottleneck's service rate at the IP layer, ``buffer_bytes`` its DropTail
+    buffer (IP bytes), ``full_queue_delay_s`` the queueing delay of a full buffer, ``burst_bytes``
+    the shaper's token-bucket depth (0: none), ``reverse_rate_bps`` the rate of the reverse path
+    (None: not a bottleneck), ``side`` where the capture sits (``downstream``: between the
+    bottleneck and the clients; ``upstream``; ``unknown``), ``loss_share`` the retransmitted share
+    of the data segments. ``evidence`` says what each value rests on; ``quality`` is ``ok`` or
+    starts with ``lower bound``, ``guess``, ``default`` or ``unknown`` and says why."""
+    rate_bps: float
+    buffer_bytes: int
+    full_queue_delay_s: float | None
+    burst_bytes: int
+    reverse_rate_bps: float | None
+    side: str
+    loss_share: float
+    evidence: dict[str, str] = field(default_factory=dict)
+    quality: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -195,6 +216,9 @@ class Hosts:
     request_delay_s: float | None = None  # client: handshake ACK -> request (median)
     response_delay_s: float | None = None  # server: end of request -> first response byte
     close_delay_s: float | None = None    # server: last data byte -> FIN
+    #: per value (``initial_window``, ``segment_size``, ``min_rto_s``, ``initial_rto_s``): ``ok``,
+    #: or what makes it doubtful (``lower bound``, ``default``, ``implausible``) and why
+    quality: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -231,6 +255,7 @@ class Model:
     series_bin_s: float = 0.01
     requests: Distribution | None = None      # request bytes (client -> server) per transfer
     sessions: Sessions | None = None          # closed-loop clients (None: open arrivals)
+    network: Network | None = None            # the bottleneck the capture came through
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self):

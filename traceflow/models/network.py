@@ -1,0 +1,211 @@
+"""The network a capture came through, inferred from that one capture: the bottleneck's service
+rate, its buffer, the shaper's burst, the reverse path and the side of the bottleneck the capture
+sits on (:class:`~traceflow.models.model.Network`).
+
+- **Service rate** (:class:`Spacing`): on a link that was busy, consecutive packets leave the
+  bottleneck back to back, each after its own service time, so downstream of it the gaps between
+  large packets, divided by the later packet's IP bytes, pile up at 8 / rate. The mode of that
+  ratio (log-spaced bins, 0.4 % wide) is the rate at the IP layer (a shaper that counts link-layer
+  overhead shows the IP rate of the most common packet size). It is used when the link was busy
+  often enough to show it (:data:`MIN_MODE_SHARE` of the gaps near the mode) and the rate is at
+  least the peak 1 s throughput; otherwise (upstream of the bottleneck, where the gaps are the
+  sender's, or a link never saturated) the peak-rate estimate stays and is flagged.
+- **Buffer** (:func:`queue_delays`): a handshake's leg that crosses the bottleneck queue (the SYN
+  leg downstream of it, capture → server → capture, the ACK leg upstream) exceeds its host pair's
+  minimum by the queueing delay its SYN/ACK met. Pooled over the pairs with several handshakes,
+  the 99th percentile of that excess is the delay of a (nearly) full queue, ``D``; the buffer is
+  ``rate × D`` minus half a mean data packet: the excess also holds the rest of the packet in
+  service when the SYN/ACK arrived, half a packet on average (on the shared testbed runs, 6,000 B
+  → 6,025-6,110 B, 12,000 → 11,540, 24,000 → 23,700, 50,000 → 49,800). A queue fills only where
+  packets are lost: without retransmissions in the capture the estimate is a lower bound.
+- **Burst**: a token-bucket shaper lets ``burst`` bytes through at line rate after the link was
+  idle; the share of gaps far below the service time against the gaps that follow an idle link
+  gives packets per burst (a guess: the senders must have had packets queued to use it).
+- **Side**: ``downstream`` when the SYN leg carries the queueing (the capture is between the
+  bottleneck and the clients, the data receivers of downloads), ``upstream`` when the ACK leg does.
+
+Times in seconds, rates in bit/s, sizes in bytes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from traceflow.models.model import Network
+
+#: Spacing histogram: ns per IP byte, log-spaced from 0.05 (160 Gbit/s) to 1e6 (8 kbit/s)
+SPACING_EDGES = np.geomspace(0.05, 1e6, 4001)
+#: packets smaller than this (IP bytes) are not timed: requests and ACKs, whose gaps are the
+#: other direction's, and short segments, whose own size says little about the rate
+MIN_SPACED_BYTES = 512
+#: the rate is the spacing mode when at least this share of the timed gaps lie within
+#: :data:`MODE_WIDTH` of it (a link that was busy for part of the capture)
+MIN_MODE_SHARE = 0.15
+MODE_WIDTH = 0.03
+#: the queueing delay of a full buffer: this quantile of the handshakes' excess delay
+FULL_QUANTILE = 0.99
+#: host pairs need this many handshakes for their minimum to be the path's (and their excess the
+#: queue's); the pooled excess needs this many handshakes in all
+MIN_PAIR_HANDSHAKES = 5
+MIN_HANDSHAKES = 100
+#: a capture whose retransmissions are at least this share of its data packets saw the queue
+#: overflow (the buffer estimate is then the full queue's, not a lower bound)
+MIN_LOSS_SHARE = 0.001
+#: without evidence: a buffer of one bandwidth-delay product of the median path RTT (Villamizar &
+#: Song 1994), at least this many full segments
+MIN_DEFAULT_SEGMENTS = 10
+
+
+class Spacing:
+    """Histogram of the time per IP byte between consecutive large packets of a capture
+    (:data:`MIN_SPACED_BYTES`), fed batch by batch in capture order; the first packet of a batch
+    is timed against the last large packet of the one before."""
+
+    def __init__(self):
+        self.counts = np.zeros(SPACING_EDGES.size - 1, dtype=np.int64)
+        self.last = None
+
+    def measure(self, ts, ip_len):
+        """Counts of a batch (``ts`` int64 ns, ``ip_len`` IP bytes), chained to the previous one
+        measured (call in capture order)."""
+        big = ip_len >= MIN_SPACED_BYTES
+        ts, ip_len = ts[big], ip_len[big]
+        if ts.size == 0:
+            return None
+        if self.last is not None:
+            ts = np.concatenate([[self.last], ts])
+            ip_len = np.concatenate([[0], ip_len])
+        self.last = int(ts[-1])
+        gap = np.diff(ts).astype(np.float64)
+        per_byte = gap / ip_len[1:]
+        return np.histogram(per_byte[gap > 0], SPACING_EDGES)[0]
+
+    def add(self, counts):
+        if counts is not None:
+            self.counts += counts
+
+    def merge(self, other):
+        self.counts += other.counts
+
+    def mode(self):
+        """``(ns per byte, share of the timed gaps within MODE_WIDTH of it, gaps)``; ``(nan, 0,
+        n)`` without gaps."""
+        n = int(self.counts.sum())
+        if n == 0:
+            return math.nan, 0.0, 0
+        # the densest window of +-MODE_WIDTH (in bins of the log scale)
+        step = math.log(SPACING_EDGES[1] / SPACING_EDGES[0])
+        half = max(1, int(round(math.log1p(MODE_WIDTH) / step)))
+        window = np.convolve(self.counts, np.ones(2 * half + 1, dtype=np.int64), mode="same")
+        k = int(np.argmax(window))
+        lo, hi = max(0, k - half), min(self.counts.size, k + half + 1)
+        centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
+        w = self.counts[lo:hi]
+        return float(np.average(centers[lo:hi], weights=w)), float(w.sum() / n), n
+
+    def fast_and_idle(self, per_byte):
+        """Gaps far below the service time ``per_byte`` (ns/B: < 1/4 of it, packets a token
+        bucket let through at line rate) and gaps after an idle link (> 4 times it)."""
+        centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
+        return (int(self.counts[centers < per_byte / 4].sum()),
+                int(self.counts[centers > 4 * per_byte].sum()))
+
+
+def queue_delays(flows):
+    """The queueing delays the handshakes met (s) and the side of the queue.
+
+    ``flows``: ``client_addr``, ``server_addr``, ``rtt_syn``, ``rtt_ack`` (s). Per host pair with
+    at least :data:`MIN_PAIR_HANDSHAKES` handshakes, the loaded leg is the one whose 90th
+    percentile lies further above its minimum; each handshake's excess is its loaded leg minus the
+    pair's minimum of it. Returns ``(excess array, side)``, side ``"downstream"`` when most
+    handshakes' loaded leg is the SYN leg, ``"upstream"`` when it is the ACK leg, ``"unknown"``
+    without pairs to judge."""
+    syn, ack = (pl.col(c).cast(pl.Float64) for c in ("rtt_syn", "rtt_ack"))
+    pair = ["client_addr", "server_addr"]
+    hs = (flows.select(*pair, _s=syn, _a=ack)
+          .filter(pl.col("_s").is_finite() & pl.col("_a").is_finite()))
+    per = (hs.group_by(pair).agg(n=pl.len(), smin=pl.col("_s").min(), amin=pl.col("_a").min(),
+                                 s90=pl.col("_s").quantile(0.9), a90=pl.col("_a").quantile(0.9))
+           .filter(pl.col("n") >= MIN_PAIR_HANDSHAKES)
+           .with_columns(syn_loaded=(pl.col("s90") - pl.col("smin"))
+                         >= (pl.col("a90") - pl.col("amin"))))
+    if per.height == 0:
+        return np.zeros(0), "unknown"
+    hs = hs.join(per, on=pair)
+    excess = hs.select(pl.when(pl.col("syn_loaded")).then(pl.col("_s") - pl.col("smin"))
+                       .otherwise(pl.col("_a") - pl.col("amin")))
+    syn_share = float(hs["syn_loaded"].mean())
+    side = "downstream" if syn_share > 0.5 else "upstream" if syn_share < 0.5 else "unknown"
+    return excess.to_series().to_numpy(), side
+
+
+def service_rate(spacing, peak_bps, peaks):
+    """``(rate bit/s, evidence, quality)``: the spacing mode of ``spacing`` (a :class:`Spacing`)
+    where the link was seen busy, else the peak-rate estimate ``peak_bps``
+    (:func:`traceflow.models.fit.estimate_capacity`; ``peaks``: its peak rates by bin)."""
+    per_byte, share, gaps = spacing.mode() if spacing is not None else (math.nan, 0.0, 0)
+    spaced = 8e9 / per_byte if per_byte > 0 else math.nan
+    peak_1s = peaks.get("1s", peak_bps)
+    if share >= MIN_MODE_SHARE and math.isfinite(spaced) and spaced >= 0.97 * (peak_1s or 0):
+        return spaced, (f"{share:.0%} of {gaps:,} gaps between large packets are {per_byte:.4g} "
+                        "ns per IP byte (back to back at the bottleneck)"), "ok"
+    return peak_bps, ("peak throughput (no back-to-back spacing: "
+                      + (f"{share:.0%} of {gaps:,} gaps near the mode" if gaps else
+                         "no large packets") + ")"), \
+        "lower bound: the peak throughput, the link may be faster"
+
+
+def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmissions,
+                  path_rtt_s=None, segment=None):
+    """The :class:`~traceflow.models.model.Network` of a capture.
+
+    ``spacing``: the capture's :class:`Spacing`; ``flows``: the flow table (see
+    :func:`queue_delays`); ``rate``: :func:`service_rate`'s ``(rate, evidence, quality)``;
+    ``mean_packet``: mean data packet (IP bytes); ``data_packets``, ``retransmissions``: counts of
+    the capture (data-direction packets, and the segments that were retransmissions);
+    ``path_rtt_s``: median path RTT (s), for the default buffer; ``segment``: full segment
+    payload (bytes)."""
+    rate, rate_evidence, rate_quality = rate
+    evidence, quality = {"rate": rate_evidence}, {"rate": rate_quality}
+    per_byte = 8e9 / rate if rate and rate > 0 else math.nan
+    # --- buffer
+    excess, side = queue_delays(flows)
+    loss_share = retransmissions / data_packets if data_packets else 0.0
+    full_delay = None
+    if excess.size >= MIN_HANDSHAKES and math.isfinite(rate or math.nan):
+        full_delay = float(np.quantile(excess, FULL_QUANTILE))
+        buffer = max(int(round(rate / 8 * full_delay - mean_packet / 2)), int(mean_packet))
+        evidence["buffer"] = (f"{FULL_QUANTILE:.0%} of {excess.size:,} handshakes met at most "
+                              f"{full_delay * 1e3:.3g} ms of queueing above their path's minimum "
+                              f"({side}); {loss_share:.2%} of the data segments retransmitted")
+        quality["buffer"] = ("ok" if loss_share >= MIN_LOSS_SHARE else
+                             "lower bound: no loss episodes, the queue may never have filled")
+    else:
+        seg = segment or 1460
+        rtt = path_rtt_s if path_rtt_s and math.isfinite(path_rtt_s) else 0.1
+        buffer = int(max(MIN_DEFAULT_SEGMENTS * (seg + 40),
+                         (rate / 8 * rtt) if math.isfinite(rate or math.nan) else 0))
+        evidence["buffer"] = (f"{excess.size} handshakes of host pairs with >= "
+                              f"{MIN_PAIR_HANDSHAKES}: too few to see the queue")
+        quality["buffer"] = ("default: one bandwidth-delay product of the median path RTT, at "
+                             f"least {MIN_DEFAULT_SEGMENTS} segments")
+    # --- burst
+    burst = 0
+    if quality["rate"] == "ok":
+        fast, idle = spacing.fast_and_idle(per_byte)
+        if idle:
+            burst = int(round(mean_packet * (1 + fast / idle)))
+        evidence["burst"] = (f"{fast:,} gaps at line rate after {idle:,} idle gaps "
+                             "(packets a token bucket let through)")
+    else:
+        evidence["burst"] = "no spacing to read it from"
+    quality["burst"] = "guess: packets per idle period, if the senders had packets to send"
+    evidence["side"] = "the handshake leg that crosses the queue"
+    quality["side"] = "ok" if side != "unknown" else "unknown: too few handshakes per host pair"
+    evidence["reverse"] = "requests and ACKs: not measured"
+    quality["reverse"] = "default: the reverse path is not a bottleneck (unshaped)"
+    return Network(rate_bps=float(rate), buffer_bytes=int(buffer), full_queue_delay_s=full_delay,
+                   burst_bytes=int(burst), reverse_rate_bps=None, side=side,
+                   loss_share=float(loss_share), evidence=evidence, quality=quality)
