@@ -23,11 +23,12 @@
 # and utilization, and pert_drops<k>.
 array set P {
   groups "50 0.15 0.3 0.0 0.3 20 0.45 0.9 0.0 0.5" rtt_lo 0.05 rtt_hi 0.10
-  rate 100Mb delay 5ms limit 101 egress_limit 501 pkt 960 window 20 iw 1 minrto 0.2 tick 0.01
+  rate 100Mb delay 5ms limit 101 egress_limit 501 pkt 960 window 20 iw 2 minrto 1 tick 0.01 rtxcur_init 6.0
   duration 70 warmup 10 seed 1 p_drop "" restart 0
   code1 "" amp1 0 agg1 -1 code2 "" amp2 0 agg2 -1 chip 2.0 pstart "" series "" bin 0.01
 }
 source [file join [file dirname [info script]] common.tcl]
+Agent/TCP set rtxcur_init_ $P(rtxcur_init)
 if {$P(pstart) == ""} { set P(pstart) $P(warmup) }
 
 set r1 [$ns node]

@@ -20,7 +20,9 @@
 # in client order from the default RNG seeded P(seed), whose copy gives the phases.
 # The paper ran ns (FT:79) in 2000; where ns-2.35's defaults changed since (ns-default.tcl dates
 # them) this script takes the paper's: windowInit_ 1, syn_ and delay_growth_ false (2001/5),
-# singledup_ 0 (no limited transmit: 2001/11/28). queue-limit 50 is Table 1's 50-packet buffer
+# singledup_ 0 (no limited transmit: 2001/11/28), tcpTick_ 0.1 (0.01 since 2002/03/07) with
+# no minrto_ (added 2001/05/10: the floor is two ticks), rtxcur_init_ 6.0 (3.0 since 2006/01/21)
+# (replays/setups.toml). queue-limit 50 is Table 1's 50-packet buffer
 # as ns counts it: 49 waiting plus the one in transmission (DropTail drops when length + 1 >=
 # limit), our droptail limit 49; RED's limit counts waiting packets (ours: 50).
 # Every data packet is 1500 bytes on the wire: Agent/TCP adds 40 header bytes to packetSize_
@@ -29,13 +31,14 @@
 array set P {
   clients 10 transport Reno delack 0 queue DropTail duration 200 warmup 10 bin 0.1
   client_rate 10Mb client_delay 25ms bneck_rate 50Mb bneck_delay 25ms limit 50
-  pkt 1460 window 20 iw 1 minrto 0.2 tick 0.01 syn false delay_growth false singledup 0 gap 0.01
+  pkt 1460 window 20 iw 1 minrto 0 tick 0.1 rtxcur_init 6.0 syn false delay_growth false singledup 0 gap 0.01
   start_spread 1.0 red_min 10 red_max 40 red_wq 0.002 red_maxp 0.1 red_gentle false red_wait true
   red_bytes false vegas_alpha 1 vegas_beta 3 vegas_gamma 1 seed 1 background 0 sched_dir {}
   qtrace {} step 0 tick_phases {}
 }
 source [file join [file dirname [info script]] common.tcl]
 Agent/TCP set singledup_ $P(singledup)
+Agent/TCP set rtxcur_init_ $P(rtxcur_init)
 red_defaults
 Agent/TCP/Vegas set v_alpha_ $P(vegas_alpha)
 Agent/TCP/Vegas set v_beta_ $P(vegas_beta)

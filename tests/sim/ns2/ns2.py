@@ -130,7 +130,8 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     # gateway arrival later than ns-2 does, which orders exact ties otherwise)
     delay = spec["topology"]["access"]["delay"]
     sc["topology"]["links"] = {f"c{i}-gw": {"delay": delay + i * step} for i in range(n)}
-    sc["tcp"].update(tick=tick, limited_transmit=limited_transmit)
+    # the RTO floor of ns of 2000 is two ticks (feng_star.tcl minrto 0, as the replay's era)
+    sc["tcp"].update(tick=tick, min_rto=2 * tick, limited_transmit=limited_transmit)
     built = Built(sim.load_scenario(sc), tmp_path)
     built.finalize_sizes()
     phase = [float(v) for v in phases.read_text().split()]
