@@ -18,9 +18,9 @@ sits on (:class:`~traceflow.models.model.Network`).
   service when the SYN/ACK arrived, half a packet on average (on the shared testbed runs, 6,000 B
   → 6,025-6,110 B, 12,000 → 11,540, 24,000 → 23,700, 50,000 → 49,800). A queue fills only where
   packets are lost: without retransmissions in the capture the estimate is a lower bound.
-- **Burst**: a token-bucket shaper lets ``burst`` bytes through at line rate after the link was
-  idle; the share of gaps far below the service time against the gaps that follow an idle link
-  gives packets per burst (a guess: the senders must have had packets queued to use it).
+- **Burst** (:meth:`Spacing.burst`): a token-bucket shaper lets a burst through at line rate
+  after the link was idle, then a packet after part of a service time: the zero gaps that follow
+  idle gaps and the partial gap after them give the bucket's depth.
 - **Side**: ``downstream`` when the SYN leg carries the queueing (the capture is between the
   bottleneck and the clients, the data receivers of downloads), ``upstream`` when the ACK leg does.
 
@@ -37,6 +37,8 @@ from traceflow.models.model import Network
 
 #: Spacing histogram: ns per IP byte, log-spaced from 0.05 (160 Gbit/s) to 1e6 (8 kbit/s)
 SPACING_EDGES = np.geomspace(0.05, 1e6, 4001)
+#: consecutive gaps' pairs: the same scale in coarse bins (9 % wide)
+PAIR_EDGES = np.geomspace(0.05, 1e6, 201)
 #: packets smaller than this (IP bytes) are not timed: requests and ACKs, whose gaps are the
 #: other direction's, and short segments, whose own size says little about the rate
 MIN_SPACED_BYTES = 512
@@ -59,35 +61,54 @@ MIN_DEFAULT_SEGMENTS = 10
 
 
 class Spacing:
-    """Histogram of the time per IP byte between consecutive large packets of a capture
-    (:data:`MIN_SPACED_BYTES`), fed batch by batch in capture order; the first packet of a batch
-    is timed against the last large packet of the one before."""
+    """Histograms of the time per IP byte between consecutive large packets of a capture
+    (:data:`MIN_SPACED_BYTES`; fine, :data:`SPACING_EDGES`) and of consecutive pairs of those
+    gaps (coarse, :data:`PAIR_EDGES`), and the large packets' count and bytes; fed batch by batch
+    in capture order, the first packet of a batch timed against the last of the one before."""
 
     def __init__(self):
         self.counts = np.zeros(SPACING_EDGES.size - 1, dtype=np.int64)
-        self.last = None
+        self.pairs = np.zeros((PAIR_EDGES.size - 1) ** 2, dtype=np.int64)
+        self.packets = 0
+        self.bytes = 0
+        self.last = None        # the last large packet's time (ns) and coarse gap bin
 
     def measure(self, ts, ip_len):
-        """Counts of a batch (``ts`` int64 ns, ``ip_len`` IP bytes), chained to the previous one
-        measured (call in capture order)."""
+        """What a batch adds (``ts`` int64 ns, ``ip_len`` IP bytes; None without large
+        packets), chained to the batch measured before (call in capture order)."""
         big = ip_len >= MIN_SPACED_BYTES
         ts, ip_len = ts[big], ip_len[big]
         if ts.size == 0:
             return None
-        if self.last is not None:
-            ts = np.concatenate([[self.last], ts])
+        size = int(ip_len.sum())
+        last_ts, last_bin = self.last if self.last is not None else (None, -1)
+        if last_ts is not None:
+            ts = np.concatenate([[last_ts], ts])
             ip_len = np.concatenate([[0], ip_len])
-        self.last = int(ts[-1])
         gap = np.diff(ts).astype(np.float64)
         per_byte = gap / ip_len[1:]
-        return np.histogram(per_byte[gap > 0], SPACING_EDGES)[0]
+        coarse = np.searchsorted(PAIR_EDGES, per_byte, side="right") - 1
+        coarse[(gap <= 0) | (coarse < 0) | (coarse >= PAIR_EDGES.size - 1)] = -1
+        chain = np.concatenate([[last_bin], coarse])
+        ok = (chain[:-1] >= 0) & (chain[1:] >= 0)
+        nb = PAIR_EDGES.size - 1
+        pairs = np.bincount(chain[:-1][ok] * nb + chain[1:][ok], minlength=nb * nb)
+        self.last = (int(ts[-1]), int(chain[-1]))
+        return (np.histogram(per_byte[gap > 0], SPACING_EDGES)[0], pairs, int(big.sum()), size)
 
-    def add(self, counts):
-        if counts is not None:
+    def add(self, measured):
+        if measured is not None:
+            counts, pairs, packets, size = measured
             self.counts += counts
+            self.pairs += pairs
+            self.packets += packets
+            self.bytes += size
 
     def merge(self, other):
         self.counts += other.counts
+        self.pairs += other.pairs
+        self.packets += other.packets
+        self.bytes += other.bytes
 
     def mode(self):
         """``(ns per byte, share of the timed gaps within MODE_WIDTH of it, gaps)``; ``(nan, 0,
@@ -95,22 +116,44 @@ class Spacing:
         n = int(self.counts.sum())
         if n == 0:
             return math.nan, 0.0, 0
-        # the densest window of +-MODE_WIDTH (in bins of the log scale)
-        step = math.log(SPACING_EDGES[1] / SPACING_EDGES[0])
-        half = max(1, int(round(math.log1p(MODE_WIDTH) / step)))
-        window = np.convolve(self.counts, np.ones(2 * half + 1, dtype=np.int64), mode="same")
-        k = int(np.argmax(window))
-        lo, hi = max(0, k - half), min(self.counts.size, k + half + 1)
+        # the peak (three bins smoothed), located by the mean of the five bins around it: gaps
+        # are never shorter than the service time but often longer (a short packet between),
+        # so a wider window would lean toward the longer side
+        k = int(np.argmax(np.convolve(self.counts, np.ones(3, dtype=np.int64), mode="same")))
         centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
-        w = self.counts[lo:hi]
-        return float(np.average(centers[lo:hi], weights=w)), float(w.sum() / n), n
+        lo, hi = max(0, k - 2), min(self.counts.size, k + 3)
+        peak = float(np.average(centers[lo:hi], weights=self.counts[lo:hi] + 1e-12))
+        near = (centers >= peak / (1 + MODE_WIDTH)) & (centers <= peak * (1 + MODE_WIDTH))
+        return peak, float(self.counts[near].sum() / n), n
 
-    def fast_and_idle(self, per_byte):
-        """Gaps far below the service time ``per_byte`` (ns/B: < 1/4 of it, packets a token
-        bucket let through at line rate) and gaps after an idle link (> 4 times it)."""
+    def burst(self, per_byte):
+        """``(bytes, evidence)`` of a token-bucket shaper whose service time is ``per_byte``
+        (ns per IP byte), or ``(0, why)``.
+
+        A bucket of ``B`` bytes that lets a packet go while it is not negative and then takes
+        the packet's ``L`` bytes from it (HTB, the simulator's shaper) lets ``k = ceil(B / L)``
+        packets through at line rate after an idle link, and the next one after ``k - B / L``
+        service times: after each idle gap (> 4 service times) come ``k - 1`` "zero" gaps (< 1/20
+        of a service time) and one partial gap. ``k - 1`` is the zero gaps per idle gap that
+        starts a run of them (pairs histogram), the partial fraction the densest gap between
+        1/20 and 0.95 service times; ``B = L (k - f)`` with ``L`` the mean large packet."""
+        nb = PAIR_EDGES.size - 1
+        pairs = self.pairs.reshape(nb, nb)
+        coarse = np.sqrt(PAIR_EDGES[:-1] * PAIR_EDGES[1:])
+        zero, idle = coarse < per_byte / 20, coarse > 4 * per_byte
+        idle_zero = int(pairs[np.ix_(idle, zero)].sum())
+        zero_zero = int(pairs[np.ix_(zero, zero)].sum())
         centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
-        return (int(self.counts[centers < per_byte / 4].sum()),
-                int(self.counts[centers > 4 * per_byte].sum()))
+        partial = (centers >= per_byte / 20) & (centers < 0.95 * per_byte)
+        if self.packets == 0 or int(self.counts[partial].sum()) == 0:
+            return 0, "no gaps shorter than a service time: no burst"
+        smooth = np.convolve(np.where(partial, self.counts, 0), np.ones(5, np.int64), "same")
+        f = float(centers[int(np.argmax(smooth))] / per_byte)
+        k = 1 + (round((idle_zero + zero_zero) / idle_zero) if idle_zero else 0)
+        size = self.bytes / self.packets
+        return (int(round(size * (k - f))),
+                f"after idle gaps, {k - 1} packet(s) at line rate ({idle_zero:,} idle gaps then "
+                f"a zero gap), then one after {f:.2f} service times ({size:.0f}-byte packets)")
 
 
 def queue_delays(flows):
@@ -192,16 +235,12 @@ def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmis
         quality["buffer"] = ("default: one bandwidth-delay product of the median path RTT, at "
                              f"least {MIN_DEFAULT_SEGMENTS} segments")
     # --- burst
-    burst = 0
-    if quality["rate"] == "ok":
-        fast, idle = spacing.fast_and_idle(per_byte)
-        if idle:
-            burst = int(round(mean_packet * (1 + fast / idle)))
-        evidence["burst"] = (f"{fast:,} gaps at line rate after {idle:,} idle gaps "
-                             "(packets a token bucket let through)")
+    if rate_quality == "ok":
+        burst, evidence["burst"] = spacing.burst(per_byte)
+        quality["burst"] = "ok"
     else:
-        evidence["burst"] = "no spacing to read it from"
-    quality["burst"] = "guess: packets per idle period, if the senders had packets to send"
+        burst, evidence["burst"] = 0, "no back-to-back spacing to read it from"
+        quality["burst"] = "unknown: none assumed"
     evidence["side"] = "the handshake leg that crosses the queue"
     quality["side"] = "ok" if side != "unknown" else "unknown: too few handshakes per host pair"
     evidence["reverse"] = "requests and ACKs: not measured"
