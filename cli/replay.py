@@ -88,3 +88,34 @@ def command(source, out_dir, scenario, overrides, model_path, duration, seed, rt
                f"{units.number(s['link_utilization'])}, loss {units.share(s['loss_rate'])}, "
                f"{s['timeouts']:,} timeouts, mean response time "
                f"{units.duration(s['mean_response_time_s'])}")
+    for line in settings_lines(r.get("settings", ())):
+        click.echo(line)
+
+
+def settings_lines(settings):
+    """What the replay used, a line per source: ``model`` values with their quality flag where
+    it is not ``ok`` (a default, a lower bound, a guess), then the scenario's and the
+    simulator's defaults (each marked so)."""
+    from traceflow import units
+
+    def value(row):
+        v, fmt = row["value"], row["format"]
+        if fmt == "rate":
+            return "unshaped" if v in ("line", 0) else units.rate(v)
+        if fmt == "bytes":
+            return units.size(v)
+        if fmt == "seconds":
+            return units.duration(v)
+        if fmt == "segments":
+            return f"{v:g} segments"
+        return str(v)
+
+    parts = {"model": [], "scenario": [], "default": []}
+    for row in settings:
+        mark = ""
+        if row["source"] == "model" and row["quality"] and row["quality"] != "ok":
+            mark = f" [{row['quality'].split(':')[0]}]"
+        parts[row["source"]].append(f"{row['label']} {value(row)}{mark}")
+    heads = {"model": "from the model", "scenario": "from the scenario / --set",
+             "default": "simulator defaults (not in the model)"}
+    return [f"{heads[k]}: {', '.join(v)}" for k, v in parts.items() if v]

@@ -387,6 +387,35 @@ def _ks(a, b):
     return float(r.statistic), float(r.pvalue)
 
 
+#: the two-sample KS critical value at 5 % is KS_C05 * sqrt((n + m) / (n m)) (asymptotic;
+#: Smirnov): the distance two samples of n and m values drawn from one distribution exceed 5 %
+#: of the time
+KS_C05 = 1.358
+
+
+def ks_critical(n, m):
+    """The 5 % two-sample KS critical value for samples of ``n`` and ``m`` values (nan if one is
+    empty)."""
+    return KS_C05 * math.sqrt((n + m) / (n * m)) if n and m else math.nan
+
+
+def _ks_metric(name, measured, predicted, tolerances):
+    """A KS metric judged by what the samples can resolve: a distance passes when it is within
+    the tolerance or within the 5 % critical value of samples this size (on 40 transfers a
+    side the critical value is 0.30: no tolerance below it is a test)."""
+    ks, pv = _ks(measured, predicted)
+    n, m = (int(np.isfinite(np.asarray(x, dtype=float)).sum()) for x in (measured, predicted))
+    crit = ks_critical(n, m)
+    out = _metric(name, _summary(measured), _summary(predicted), ks, tolerances, pvalue=pv,
+                  critical_5pct=crit, n_measured=n, n_predicted=m)
+    out["tolerance_given"] = out["tolerance"]
+    if math.isfinite(crit):
+        out["tolerance"] = max(out["tolerance"], crit)
+        out["pass"] = bool(ks <= out["tolerance"]) if math.isfinite(ks) else None
+    out["criterion"] = "KS <= max(tolerance, the 5 % two-sample critical value)"
+    return out
+
+
 def _metric(name, measured, predicted, error, tolerances, **extra):
     """One metric's entry; ``pass`` is None ("n/a") when its error cannot be computed (a side
     lacks what it needs, e.g. no capacity for utilization), never a failure."""
@@ -460,12 +489,9 @@ def compare(measured: Analytics, predicted: Analytics, tolerances=None):
                        for e, j in zip(err_med, judged)]
     metrics["fct"] = fct
 
-    ks, pv = _ks(measured.sizes, predicted.sizes)
-    metrics["size_ks"] = _metric("size_ks", _summary(measured.sizes), _summary(predicted.sizes), ks,
-                                 tolerances, pvalue=pv)
-    ks, pv = _ks(measured.rtt, predicted.rtt)
-    metrics["rtt_ks"] = _metric("rtt_ks", _summary(measured.rtt), _summary(predicted.rtt), ks,
-                                tolerances, pvalue=pv)
+    for name, m, p in (("size_ks", measured.sizes, predicted.sizes),
+                       ("rtt_ks", measured.rtt, predicted.rtt)):
+        metrics[name] = _ks_metric(name, m, p, tolerances)
 
     hm, hp = hurst_estimates(measured.series), hurst_estimates(predicted.series)
     for m in HURST_METHODS:

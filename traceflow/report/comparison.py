@@ -173,7 +173,11 @@ def outside(result):
     for name in result["failed"]:
         m = result["metrics"][name]
         what, unit = METRICS.get(name, (name, ""))
-        if isinstance(m["measured"], list) or isinstance(m["predicted"], list):
+        if "critical_5pct" in m:
+            detail = (f"KS distance {units.number(m['error'])} > {units.number(m['tolerance'])} "
+                      f"(medians {units.value(_median(m['measured']), unit)} measured, "
+                      f"{units.value(_median(m['predicted']), unit)} predicted)")
+        elif isinstance(m["measured"], list) or isinstance(m["predicted"], list):
             detail = (f"{MEASURES.get(m['measure'], m['measure'])} {units.number(m['error'])} > "
                       f"{units.number(m['tolerance'])}")
         else:
@@ -185,6 +189,10 @@ def outside(result):
     return phrases
 
 
+def _median(side):
+    return side.get("median") if isinstance(side, dict) else side
+
+
 def notes(result):
     """Where the sides' numbers come from, when a metric says: the loss source (a run's drop
     counter, a before/after capture pair, or an estimate from retransmissions) and what the
@@ -194,6 +202,12 @@ def notes(result):
     loss = m.get("loss_rate", {}).get("source")
     if loss:
         out.append(f"loss: measured from {loss['measured']}, predicted from {loss['predicted']}")
+    ks = {k: v for k, v in m.items() if "critical_5pct" in v}
+    if ks:
+        out.append("KS distances pass within the larger of the tolerance and the 5 % two-sample "
+                   "critical value for the sample sizes: " + ", ".join(
+                       f"{k} {units.number(v['critical_5pct'])} (n {v['n_measured']:,} / "
+                       f"{v['n_predicted']:,})" for k, v in ks.items()))
     fct = m.get("fct", {})
     if "transfer_time" in fct:
         t = fct["transfer_time"]
