@@ -112,6 +112,11 @@ def command(inputs, output, hosts_from, capacity, workers, filter_, proto, progr
                f"{units.duration(h.initial_rto_s)}, delayed ACK {units.number(h.delayed_ack)}, "
                f"SACK {units.number(h.sack)}, timestamps {units.number(h.timestamps)}, "
                f"window scale {units.number(h.window_scale)}")
+    from traceflow.flows.congestion import describe as describe_cc
+
+    click.echo("congestion control: " + describe_cc(h.congestion_control,
+                                                 h.congestion_control_confidence,
+                                                 h.congestion_control_evidence))
     click.echo("Hurst: " + ", ".join(f"{k} {v:.3f}" for k, v in model.hurst.items()))
     for name, q in quality.items():
         click.echo(f"quality {name}: {q.text()}")

@@ -218,6 +218,22 @@ def _tcp_keys():
     return {f.name for f in dataclasses.fields(TcpConfig)}
 
 
+def _congestion_controls():
+    from traceflow.sim.scenario_tcp import CONGESTION
+
+    return set(CONGESTION)
+
+
+def unknown_congestion_control(hosts: Hosts | None):
+    """A warning when the model found a congestion control this simulator does not know (the
+    replay keeps its profile's), else None."""
+    cc = None if hosts is None else hosts.congestion_control
+    if cc is None or cc in _congestion_controls():
+        return None
+    return (f"the capture's senders run {cc}, which this simulator does not know: the replay "
+            "keeps its profile's congestion control")
+
+
 def host_settings(hosts: Hosts | None):
     """Scenario keys (``simulation.*``, ``tcp.*``) for the inferred end-host parameters.
 
@@ -225,7 +241,9 @@ def host_settings(hosts: Hosts | None):
     (``simulation.tcp_header``: IP + TCP with the options seen, e.g. 52 bytes with timestamps), so
     packets have their measured wire size. SACK in the handshakes selects the ``linux`` TCP profile
     (SACK, RACK-TLP, PRR, Linux's RTO and delayed ACKs); the RTO floor, initial RTO, initial and
-    receiver windows, delayed ACKs, SACK and timestamps are set as seen."""
+    receiver windows, delayed ACKs, SACK and timestamps are set as seen, and the congestion
+    control the capture shows (``hosts.congestion_control``) when the simulator knows it (none
+    found: the profile's)."""
     if hosts is None:
         return {}
     keys = _tcp_keys()
@@ -259,6 +277,8 @@ def host_settings(hosts: Hosts | None):
     put(hosts.request_delay_s, "request_delay")
     put(hosts.response_delay_s, "response_delay")
     put(hosts.close_delay_s, "close_delay")
+    if hosts.congestion_control in _congestion_controls():
+        put(hosts.congestion_control, "cc")
     out = {}
     if sim:
         out["simulation"] = sim
@@ -482,6 +502,10 @@ def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration
     }
     warning = spurious_timeouts(result.summary)
     result.summary["replay"]["warnings"] = [warning] if warning else []
+    unknown_cc = unknown_congestion_control(hosts)
+    if unknown_cc:
+        result.summary["replay"]["warnings"].append(unknown_cc)
+        warn(unknown_cc, path=out_dir)
     result.write(out_dir)
     if warning:
         warn(warning, path=out_dir)

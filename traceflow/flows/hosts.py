@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from traceflow.flows import _hostreduce
+from traceflow.flows import _hostreduce, congestion
 from traceflow.models.model import Hosts
 from traceflow.scale.spool import Spool
 
@@ -119,6 +119,8 @@ def _columns(df):
         values = col.to_physical().to_numpy()
         cols[name] = values.astype(np.int64, copy=False)
     cols["has_tsval"] = df["tsval"].is_not_null().to_numpy().view(np.uint8)
+    for name in ("tsval", "tsecr"):     # the congestion control's flight (-1: none)
+        cols[name] = df[name].cast(pl.Int64).fill_null(-1).to_numpy()
     return cols
 
 
@@ -153,10 +155,12 @@ def _orient(c, side):
 
 
 def _reduce(c, ts_s, fwd, sender, rel_seq, rel_ack):
-    return _hostreduce.reduce(
+    r = _hostreduce.reduce(
         c["conn"], c["ts"], ts_s, c["tcp_flags"], c["seq"], fwd, sender, rel_seq, rel_ack,
         c["payload_len"], c["ip_len"], c["window"], c["mss"], c["wscale"], c["sack_ok"],
         c["has_tsval"], QUICKACK_SEGMENTS, TIMER_SLACK_S)
+    r["cc"] = congestion.reduce_kernel(c, ts_s, sender, rel_seq, rel_ack, r)
+    return r
 
 
 def kernel_columns(columns, rows):
@@ -166,6 +170,9 @@ def kernel_columns(columns, rows):
     out = {name: columns[name][rows].astype(np.int64) for name in _KERNEL_INTS}
     out["has_tsval"] = columns["has_tsval"][rows].view(np.uint8)
     out["a_side"] = columns["a_side"][rows].view(np.uint8)
+    if "tsval" in columns:      # the congestion control's flight (-1: none)
+        for name in ("tsval", "tsecr"):
+            out[name] = np.where(out["has_tsval"] == 1, columns[name][rows].astype(np.int64), -1)
     return out
 
 
@@ -218,7 +225,7 @@ _COUNTED = ("mss", "per_conn", "rwnd", "options")
 HOLD_ROWS = 1 << 14
 #: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool as
 #: :func:`reduce_connections` gives them (and "legs", "flight": kept after a selection)
-_AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps")
+_AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps", "cc")
 #: the spooled parts that are Series
 _SERIES = ("request", "response", "close", "syn_gaps")
 
@@ -264,6 +271,7 @@ def _parts(r):
         "timeouts": _timeouts(r),
         "syn_gaps": pl.Series("gap", r["syn_gaps"]),
         "spa": r["spa"],
+        "cc": r["cc"],
         "exchanges": pl.Series("exchanges", r["exchanges"][r["exchanges"] >= 0]),
     }
 
@@ -403,6 +411,7 @@ class HostFacts:
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
         spa = _segments_per_ack(*self.spa)
+        cc, cc_confidence, cc_evidence = congestion.aggregate(self._all("cc"))
         return plausible(Hosts(
             mss=None if mss is None else int(mss),
             segment_size=None if seg is None else int(seg),
@@ -424,7 +433,11 @@ class HostFacts:
             window_scale=wscale,
             **_app_delays({name: self._all(name) for name in ("request", "response", "close")},
                           sender_side=where == "sender"),
-            quality={"segment_size": seg_quality},
+            quality={"segment_size": seg_quality,
+                     "congestion_control": congestion.quality(cc, cc_evidence)},
+            congestion_control=cc,
+            congestion_control_confidence=cc_confidence,
+            congestion_control_evidence=cc_evidence,
         ))
 
 

@@ -79,7 +79,9 @@ _BUFFERED = {"ts": ("ts", ()), "tcp_flags": ("flags", (np.uint8,)), "seq": ("seq
              "ack": ("ack", ()), "payload_len": ("payload", (np.uint16, np.uint32)),
              "ip_len": ("ip_len", (np.uint16, np.uint32)), "has_tsval": ("has_ts", ()),
              "window": ("window", (np.uint16,)), "mss": ("mss", (np.int16,)),
-             "wscale": ("wscale", (np.int8,)), "sack_ok": ("sack_ok", ())}
+             "wscale": ("wscale", (np.int8,)), "sack_ok": ("sack_ok", ()),
+             # the congestion control's flight behind the bottleneck (TSecr names the ACK)
+             "tsval": ("tsval", ()), "tsecr": ("tsecr", ())}
 #: the end-host parts that name connections (joined or grouped by them)
 _WITH_CONN = ("flight", "flight_conns", "timeouts")
 #: jobs queued for the host thread and not yet applied; the main thread waits beyond this

@@ -219,6 +219,15 @@ class Hosts:
     #: per value (``initial_window``, ``segment_size``, ``min_rto_s``, ``initial_rto_s``): ``ok``,
     #: or what makes it doubtful (``lower bound``, ``default``, ``implausible``) and why
     quality: dict[str, str] = field(default_factory=dict)
+    #: the senders' congestion control family read from the capture
+    #: (:mod:`traceflow.flows.congestion`): "reno", "cubic", "bbr", or None when the capture
+    #: cannot tell (then ``quality["congestion_control"]`` says why and the replay keeps its
+    #: profile's); a confidence in [0, 1]; the evidence (name -> number: the long connections
+    #: and how each was labelled, loss episodes, the pooled reduction factor, growth per round
+    #: trip, held ratio, share of paced senders)
+    congestion_control: str | None = None
+    congestion_control_confidence: float | None = None
+    congestion_control_evidence: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
