@@ -175,15 +175,20 @@ def command(name, list_only, claims_dir, quick, executor, workers, scheduler, ou
     """
     if list_only:
         rows = []
+        measured = timings()
         for exp_name in experiment_files():
             experiment = load_experiment(exp_name)["experiment"]
             rows.append({"name": exp_name, "title": experiment["title"],
-                         "reproduces": experiment["reproduces"]})
+                         "reproduces": experiment["reproduces"],
+                         "seconds": measured.get(exp_name, {})})
         if as_json:
             echo_json(rows)
         else:
             for row in rows:
-                click.echo(f"{row['name']:<28} {row['title']}  [{row['reproduces']}]")
+                t = row["seconds"]
+                click.echo(f"{row['name']:<22} {_duration(t.get('quick')):>6} quick "
+                           f"{_duration(t.get('full')):>7} full  {row['title']}  "
+                           f"[{row['reproduces']}]")
         return
     if claims_dir is not None:
         _print_claims(claims_dir, as_json)
@@ -204,6 +209,19 @@ def command(name, list_only, claims_dir, quick, executor, workers, scheduler, ou
     click.echo(f"report: {out_dir / 'index.html'}")
 
 
+def timings():
+    """``{name: {"quick": s, "full": s}}``: wall times measured for each experiment
+    (``replays/timings.toml``; one worker on the 2-core development machine)."""
+    resource = importlib.resources.files("traceflow.replays") / "timings.toml"
+    return tomllib.loads(resource.read_text()).get("seconds", {}) if resource.is_file() else {}
+
+
+def _duration(seconds):
+    if seconds is None:
+        return "?"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def _print_claims(root, as_json):
     """The claims judged on the full (not quick) runs under ``root``, one line each."""
     from traceflow.report.claims import closing_table
@@ -219,5 +237,10 @@ def _print_claims(root, as_json):
         return
     word = {True: "holds", False: "does not hold", None: "undecided"}
     for r in rows:
-        click.echo(f"claim {r['claim']:>2} [{r['source']}]: {word[r['holds']]}. "
-                   f"Paper: {r['paper']}; ns-2: {r['ns-2']}; ours: {r['ours']}")
+        click.echo(f"claim {r['claim']:>2} [{r['source']}]: {word[r['holds']]} in these runs; "
+                   f"{r['state']} ({r['reason']}). Paper: {r['paper']}; ns-2: {r['ns-2']}; "
+                   f"ours: {r['ours']}")
+    counts = {}
+    for r in rows:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    click.echo("; ".join(f"{n} {state}" for state, n in counts.items()))

@@ -158,3 +158,20 @@ def test_not_compared_rows_never_count_as_agreeing(tmp_path):
     assert "1 agree, 1 disagree, 37 not compared (of 39 quantities)" in text
     page = read_page(tmp_path / "index.html")
     assert (page.disagree, page.uncompared, page.banner) == (1, 37, 0)
+
+
+def test_list_shows_the_measured_run_times():
+    """`--list` gives each experiment's measured quick and full wall times (replays/timings.toml),
+    '?' where none was measured; the timings name installed experiments only."""
+    from traceflow.cli.reproduce import timings
+
+    measured = timings()
+    assert set(measured) <= set(experiment_files())
+    assert all(set(t) <= {"quick", "full"} and all(v > 0 for v in t.values())
+               for t in measured.values())
+    out = CliRunner().invoke(cli, ["reproduce", "--list", "--json"])
+    rows = {r["name"]: r["seconds"] for r in json.loads(out.output)}
+    assert rows["burst_fig2_4"] == measured["burst_fig2_4"]
+    text = CliRunner().invoke(cli, ["reproduce", "--list"]).output
+    line = next(ln for ln in text.splitlines() if ln.startswith("burst_fig2_4 "))
+    assert f"{measured['burst_fig2_4']['quick']:.0f} s quick" in line and "min full" in line

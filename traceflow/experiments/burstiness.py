@@ -153,6 +153,8 @@ def protocols(spec, out_dir, *, quick=False, executor="local", workers=None, sch
 
 HEAVY = 41     # clients: Table 1's capacity, 50 Mb/s / 1.2 Mb/s per client
 SRC = "feng-tinnakornsrisuphap-2000-tcp-burstiness.txt"
+# "very close" (UDP vs Poisson, FT:119) and hence "noticeably" (TCP, FT:123): a 10 % relative c.o.v.
+NOTICEABLE = 0.1
 
 
 def protocol_claims(df, variants, paper):
@@ -170,10 +172,15 @@ def protocol_claims(df, variants, paper):
     out = []
     tcp = [v for v in variants if v != "UDP"]
     for v in tcp:
+        # two-sided (issue 45): "up to 50% higher" bounds the largest excess by +0.5, and
+        # "noticeably modulates" asks it to exceed the +-10 % the paper calls "very close" for UDP
+        # (:119): the same sentence's own scale, not a level picked from our numbers
         e = excess(v, 10, 38)
-        out.append(_row(f"{v}: c.o.v. above Poisson, moderate congestion (10-38 clients)", "<= +0.5",
-                        round(e, 3), e <= 0.5, f"{SRC}:123 'up to 50% higher than the aggregated "
-                        "Poisson and UDP c.o.v.'"))
+        out.append(_row(f"{v}: c.o.v. above Poisson, moderate congestion (10-38 clients)",
+                        "(+0.1, +0.5]", round(e, 3), NOTICEABLE < e <= 0.5,
+                        f"{SRC}:123 'up to 50% higher than the aggregated Poisson and UDP c.o.v. "
+                        "... noticeably modulates'; agree = largest excess above +0.1 (UDP's "
+                        "'very close' bound) and at most +0.5"))
     heavy_min = paper.get("heavy_excess", {})
     for v in tcp:
         e = excess(v, HEAVY + 1, 10_000)
@@ -194,7 +201,7 @@ def protocol_claims(df, variants, paper):
     if "UDP" in variants:
         e = excess("UDP", 0, 10_000)
         out.append(_row("UDP: c.o.v. vs Poisson (largest relative difference)", "within 10 %",
-                        round(e, 3), abs(e) < 0.1, f"{SRC}:119 'very close to that of the aggregated "
+                        round(e, 3), abs(e) < NOTICEABLE, f"{SRC}:119 'very close to that of the aggregated "
                         "Poisson process'"))
     if {"Reno", "Vegas"} <= set(variants):
         r, g = heavy("Reno", "cov"), heavy("Vegas", "cov")

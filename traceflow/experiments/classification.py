@@ -220,7 +220,8 @@ def fig1_points(df):
     ratios bimodal (in ns-2 as here), and a few runs where the slow flow wins dominate a mean.
     """
     return (df.group_by(["policy", "rtt_ratio"]).agg(
-        pl.col("ratio").median(), pl.col("ratio").min().alias("ratio_min"),
+        pl.col("ratio").median(), pl.col("ratio").mean().alias("ratio_mean"),
+        pl.col("ratio").min().alias("ratio_min"),
         pl.col("ratio").max().alias("ratio_max")).sort("policy", "rtt_ratio"))
 
 
@@ -239,12 +240,17 @@ def fig1_comparison(mean, paper, exp):
 
     rows = []
     for policy in ("DropTail", "RED"):
-        ours = at(policy, top)
+        # the sentence's statistic (issue 45): "up to 34:1" (WN:29) is the largest point of the
+        # plotted curve, and the plotted points are "averages of 24 runs" (WN:159): the maximum
+        # over RTT ratios of the mean over seeds (the medians stay the figure's curve)
+        means = mean.filter(pl.col("policy") == policy)["ratio_mean"]
+        ours = float(means.max())
         want = paper.get(f"max_ratio_{policy.lower()}")
-        rows.append(_row(f"{policy}: throughput ratio fast/slow at RTT ratio {top:g}",
+        rows.append(_row(f"{policy}: largest throughput ratio fast/slow (mean over seeds)",
                          want, round(ours, 1),
                          None if want is None else want / tol <= ours <= want * tol,
                          f"agree = within a factor {tol:g} of the paper's 'up to {want:g}:1'; "
+                         f"median at RTT ratio {top:g}: {at(policy, top):.1f}; "
                          f"ns-2 on the same flows: {ns2.get(policy.lower(), 'not run')}"))
         c = curve(policy)
         rising = (float(spearmanr(np.arange(c.size), c).statistic) if c.size > 2

@@ -86,7 +86,8 @@ CLAIMS = (
     _c(4, FT, (119, 123),
        "UDP's c.o.v. is very close to Poisson's; under moderate congestion (10-38 clients) every "
        "TCP's c.o.v. is up to 50 % above Poisson's",
-       "UDP within 10 % of Poisson; each TCP's largest excess over 10-38 clients <= +0.5",
+       "UDP within 10 % of Poisson; each TCP's largest excess over 10-38 clients in (+0.1, +0.5]: "
+       "'up to 50 %' bounds it, 'noticeably' asks more than UDP's 'very close' 10 % (two-sided)",
        (("burst_fig2_4", "UDP: c.o.v."), ("burst_fig2_4", "")),
        "TCP up to +50 % over Poisson",
        "tests/sim/test_burstiness_ns2.py: the same rows hold in ns-2 (Reno c.o.v. 0.119 vs ours "
@@ -118,7 +119,12 @@ CLAIMS = (
        "Clients added to a Reno background lose fewer packets with Vegas than with Reno, behind "
        "every gateway (20 and 40 background clients, 50 and 1500 packets, FIFO and RED)",
        "mean loss of added Vegas clients below added Reno's, per (background, buffer, gateway)",
-       (("burst_bg20", ""), ("burst_bg40", "")),
+       # the stated cases only: 50 packets FIFO (FT:133, Figs. 5, 9) and 1500 packets with and
+       # without RED (FT:135, 165); RED behind 50 packets is not a case the text states
+       (("burst_bg20", "added Vegas loss below added Reno (buffer 50, fifo)"),
+        ("burst_bg20", "added Vegas loss below added Reno (buffer 1500"),
+        ("burst_bg40", "added Vegas loss below added Reno (buffer 50, fifo)"),
+        ("burst_bg40", "added Vegas loss below added Reno (buffer 1500")),
        "Figs. 6, 8, 10, 12: Vegas variants' loss lower",
        "tests/experiments/test_burst_background_ns2.py (20 Reno background, 50 packets, both "
        "sending 1500-byte packets): added loss matches; under RED, mean over the added counts "
@@ -205,7 +211,8 @@ CLAIMS = (
     _c(15, WN, (29,),
        "Under DropTail the throughput ratio of two flows reaches 34:1 at RTT ratio 10, growing "
        "with the RTT ratio",
-       "median fast/slow at RTT ratio 10 within a factor 2 of 34; Spearman >= 0.7",
+       "largest mean fast/slow over the RTT ratios ('up to' a maximum; the plotted points are "
+       "averages of 24 runs, WN:159) within a factor 2 of 34; Spearman >= 0.7",
        (("class_fig1", "DropTail"),),
        "34:1",
        "tests/experiments/test_class_fig1_ns2.py: ns-2 19.9:1 at RTT ratio 10 on the same flows "
@@ -339,6 +346,56 @@ CLAIMS = (
 )
 
 
+# ---- the four states of issue 45 ----------------------------------------------------------------
+HOLDS = "holds on the paper's set-up"
+WITHIN = "holds within a stated sensitivity range"
+NS2_AGREES = "fails on the faithful set-up, ns-2 agrees"
+UNDECIDABLE = "not decidable"
+DEPARTURE = "fails on a departure from a stated value"   # open work, never a resting state
+STATES = (HOLDS, WITHIN, NS2_AGREES, UNDECIDABLE, DEPARTURE)
+
+# claim -> (state, reason) as measured at full length (closing note of issue 45); a claim not
+# listed holds on the paper's set-up. ``closing_table`` flags a full run that contradicts it.
+STATUS = {
+    1: (DEPARTURE, "the H part holds; the loss at alpha 1.05 averages 6.6 % over seeds 1-3 "
+                   "(ns-2 6.9 %) for the stated ~4 % averaged over 3 seeds (PKC:125, 176): the "
+                   "idle time was calibrated on seed 1 only; the three-seed calibration and ns of "
+                   "1997's timers (tick 0.1, window 20; replays/setups.toml, pending) are not run"),
+    2: (NS2_AGREES, "10 kB is flat in ns-2 on the same file sizes too (5.9 vs 6.4 %); caveat: "
+                    "same idle calibration as claim 1"),
+    4: (NS2_AGREES, "judged two-sided: under moderate congestion Reno's c.o.v. is 1-2.5 % below "
+                    "Poisson (era timers: see the closing note), not 'noticeably' above; ns-2 on the "
+                    "same set-up gives -1 to +1 % at 38 clients"),
+    8: (NS2_AGREES, "the model vs ns-2's Reno correlates 0.629 (ours 0.598), x2.24 at heavy load"),
+    10: (NS2_AGREES, "the aggregate collapses at A = 160 in ns-2 too (167 / 176 pkt/s of 4500)"),
+    11: (UNDECIDABLE, "the paper's sources cannot be rebuilt from its text: no source model "
+                      "(persistent or a new connection per flow, window 20-1000, ns of 2003) "
+                      "reaches lambda1 = 5234 and lambda2 = 4547 pkt/s within 10 % together "
+                      "(setups.toml 'experiment.persistent'); K2/K1 follows the demands"),
+    12: (UNDECIDABLE, "no buffer in [25, 500] packets gives the stated 4 % DropTail loss at a "
+                      "full link with the stated sources (1.2-3.0 %, utilization falling to 63 %)"),
+    13: (UNDECIDABLE, "eqs. 16-17 act on claim 11's K and demands"),
+    14: (UNDECIDABLE, "the shape holds (flat within 8.4 % to 81 %); the level is claim 11's"),
+    15: (NS2_AGREES, "the DropTail ratios are bimodal (phase effect) in both simulators; ns-2 19.9 "
+                     "median at RTT ratio 10 (re-judged on the largest mean, WN:29 + WN:159)"),
+    16: (NS2_AGREES, "RED 5.9:1 in ns-2 on the same flows (ours 6.2)"),
+    17: (NS2_AGREES, "SIX-DT 0.863 vs MIX-DT 0.587 in ns-2 (ours 0.851 / 0.606) with the 1/N split "
+                     "of Fig. 1's 24 packets (WN sec. 4 gives no buffer; per-class sweep not run)"),
+    20: (NS2_AGREES, "SIX-DT rises with the RTT ratio in ns-2 too (0.794 -> 0.918)"),
+    22: (NS2_AGREES, "no peak at theta = 4 in ns-2 (6.41 / 6.61 / 6.74 Mb/s) either"),
+    23: (NS2_AGREES, "Vegas tracks worse than Reno at 450 ms in both; TCP Rate not in ns-2"),
+    24: (NS2_AGREES, "the alpha rows fail in both; Rate's 45 % not run in ns-2"),
+    25: (UNDECIDABLE, "the ns-2 referee ran Reno in place of TCP Rate (ns-2 has none): not the "
+                      "same set-up; the paper gives Rate's parameters but no ns-2 to check them"),
+    26: (NS2_AGREES, "Table III's total rises to a full link in ns-2 too, no peak at n = 6"),
+}
+
+
+def status(claim):
+    """``(state, reason)`` of ``claim`` as registered in :data:`STATUS`."""
+    return STATUS.get(claim.number, (HOLDS, "holds at full length"))
+
+
 def verdict(claim, comparisons):
     """``{"holds", "rows", "missing"}`` of ``claim`` given ``{experiment: comparison rows}``.
 
@@ -367,10 +424,13 @@ def claim_row(claim, comparisons):
     """One table row: the claim, the paper's number, ns-2's, ours and the verdict."""
     v = verdict(claim, comparisons)
     failed = [r for r in v["rows"] if r["agree"] is False]
+    state, reason = status(claim)
+    if v["holds"] is not None and v["holds"] != (state in (HOLDS, WITHIN)):
+        reason = f"this run contradicts the registered state; {reason}"
     return {"claim": claim.number, "source": claim.source, "statement": claim.statement,
             "test": claim.test, "paper": claim.headline, "ns-2": claim.ns2,
             "ours": _ours(failed or v["rows"]) or "not run", "holds": v["holds"],
-            "missing": ", ".join(v["missing"])}
+            "missing": ", ".join(v["missing"]), "state": state, "reason": reason}
 
 
 def judge(name, comparison):

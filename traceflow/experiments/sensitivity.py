@@ -1,0 +1,63 @@
+"""Sweeps over the values a paper leaves open (issue 45): does a stated quantity or a claim hold
+for some plausible value, for all of them, or for none?
+
+:func:`ks_sources` runs Kalantari & Shayman's fairness set-up (replays/capm_fairness.toml, no
+perturbation) over the source models and buffers the paper does not give and measures what it
+does give: the demands lambda_1, lambda_2 (KS:225, packets/s) and, with the sources doubled, the
+DropTail loss at the bottleneck (KS:227). :func:`reached` says which grid points meet the stated
+numbers within a relative tolerance.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+
+import polars as pl
+
+from traceflow.experiments import capm
+from traceflow.experiments.common import experiment as _exp
+
+# KS:225 "lambda_1 ... is about 5234 pkt/sec, and lambda_2 = 4547 pkt/sec"; KS:227 "about 4% of
+# incoming packets are dropped, and ... the arrival rate ... is reduced to about 12570"
+KS_STATED = {"rate1": 5234.0, "rate2": 4547.0, "loss": 0.04}
+
+
+def ks_sources(spec, *, persistent=(True, False), rwnd=(20, 40, 1000),
+               limit=(25, 100, 500), periods=3, seed=1, executor="local", workers=None):
+    """One row per grid point: ``persistent`` (one agent per source vs a new connection per on
+    period), ``rwnd`` (segments), ``limit`` (bottleneck buffer, packets), ``scale`` (1: the
+    paper's sources, 2: doubled); measured ``rate1``, ``rate2`` (packets/s of each aggregate at
+    R1 after the warm-up), ``loss`` (fraction dropped at R1) and ``utilization``. The demands are
+    measured at the paper's sources behind the largest buffer; the loss with doubled sources at
+    every buffer. ``periods`` code periods of 32 s after the 10 s warm-up."""
+    from traceflow.scale.parallel import map_tasks
+
+    points = [(p, w, max(limit), 1) for p, w in itertools.product(persistent, rwnd)]
+    points += [(p, w, b, 2) for p, w, b in itertools.product(persistent, rwnd, limit)]
+    tasks = []
+    for p, w, b, scale in points:
+        s = copy.deepcopy(spec)
+        s["experiment"]["persistent"] = p
+        s["tcp"]["rwnd"] = w
+        s["topology"]["bottleneck"]["queue"]["limit"] = b
+        groups = capm._groups(_exp(s), "aggregates", scale=scale)
+        tasks.append(capm.scenario(s, groups=groups, periods=periods, seed=seed))
+    runs = map_tasks(capm.simulate, tasks, executor=executor, workers=workers,
+                     label="ks-sources")
+    return pl.DataFrame([{"persistent": p, "rwnd": w, "limit": b, "scale": scale,
+                          "rate1": r["aggregate_rate"][0], "rate2": r["aggregate_rate"][1],
+                          "loss": r["summary"]["loss_rate"],
+                          "utilization": r["summary"]["link_utilization"]}
+                         for (p, w, b, scale), r in zip(points, runs)])
+
+
+def reached(df, tol=0.10, stated=KS_STATED):
+    """The rows of :func:`ks_sources` that meet the stated numbers within ``tol`` (relative):
+    ``("demands", rows)`` at the paper's sources (both lambdas) and ``("loss", rows)`` with the
+    doubled sources (the loss at a link the paper says is full: utilization >= 0.95)."""
+    near = lambda col, want: ((pl.col(col) - want).abs() <= tol * want)  # noqa: E731
+    demands = df.filter((pl.col("scale") == 1) & near("rate1", stated["rate1"])
+                        & near("rate2", stated["rate2"]))
+    loss = df.filter((pl.col("scale") == 2) & near("loss", stated["loss"])
+                     & (pl.col("utilization") >= 0.95))
+    return {"demands": demands, "loss": loss}
