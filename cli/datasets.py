@@ -3,13 +3,18 @@ import click
 
 from traceflow.cli.options import echo_json, json_option
 
+#: how an external dataset becomes present (datasets/registry.py: Dataset.root)
+HOW_TO_GET = ("external datasets live in the project's shared/ directory: put it next to this "
+              "checkout (../shared) or set TRACEFLOW_SHARED=/path/to/shared")
+
 
 @click.group(name="datasets")
 def command():
     """List, verify (SHA-256) and locate registered datasets.
 
     Bundled samples ship with traceflow; external datasets (marked "external") are only described:
-    `path` tells where they are expected, `verify` checks them there.
+    they are looked for in ../shared next to the checkout, or under $TRACEFLOW_SHARED; `list`
+    says where, `path` fails (exit 2) for one that is absent, `verify` checks them there.
 
     \b
     Examples:
@@ -40,9 +45,11 @@ def list_(as_json):
         return
     for r in rows:
         where = "bundled" if r["bundled"] else "external, not bundled"
-        state = "present" if r["present"] else "absent"
+        state = "present" if r["present"] else f"absent (looked for in {r['location']})"
         click.echo(f"{r['name']:<24} {r['files']} files {r['bytes'] / 1e6:8.2f} MB  {where}, {state}")
         click.echo(f"    {r['description']}")
+    if not all(r["present"] for r in rows):
+        click.echo(f"\nAbsent datasets: {HOW_TO_GET}.")
 
 
 @command.command()
@@ -85,6 +92,10 @@ def path(name, file):
       traceflow datasets path sample-sim-dumbbell sim_dumbbell_a135.pcap.gz
     """
     from traceflow.datasets.registry import get
+    from traceflow.errors import TraceflowError
 
     d = get(name)
-    click.echo(str(d.file_path(file) if file else d.root))
+    where = d.file_path(file) if file else d.root
+    if not where.exists():
+        raise TraceflowError(f"dataset {name!r} is not present (looked for {where}): {HOW_TO_GET}")
+    click.echo(str(where))

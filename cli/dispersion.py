@@ -40,6 +40,7 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
     from traceflow.stats.dispersion import DEFAULT_SCALES, cov_per_interval, dispersion_curve, tracking
     from traceflow.errors import TraceflowError
     from traceflow.stats.series import format_duration, is_timed, load_series
+    from traceflow.suggest import shorter_bins
 
     loaded = load_series(input, column=column, bin=bin_ if bin_ is None or is_timed(input) else None,
                          direction=direction, filter=filter_, proto=proto)
@@ -70,7 +71,14 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
         click.echo(f"{s:>8s} {m:11.4g} {v:13.4g} {r:10.4g}")
     if curve.skipped:
         click.echo("skipped: " + ", ".join(f"{s['scale']} ({s['reason']})" for s in curve.skipped))
-    click.echo(f"log-log slope of var/mean: {curve.slope:.3f}")
+    if curve.slope == curve.slope:
+        click.echo(f"log-log slope of var/mean: {curve.slope:.3f}")
+    else:
+        click.echo("log-log slope of var/mean: n/a (fewer than 2 scales)")
+        if loaded.kind in ("capture", "packets"):  # a short capture: finer bins and scales
+            short, fine = shorter_bins(summary["n"], bin_ns, blocks=min_blocks)
+            click.echo(f"for a capture this short use a smaller --bin and shorter --scales, e.g. "
+                       f"--bin {short} --scales {','.join(fine)}")
     for c in summary["cov"]:
         click.echo(f"c.o.v. per {c['interval']}: {c['cov']:.4f} (mean {c['mean']:.4g} per interval; "
                    f"Poisson {c['poisson_cov']:.4f})")

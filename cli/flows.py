@@ -87,7 +87,7 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
     from traceflow import units
     from traceflow.flows.table import load_flows, write_flows
     from traceflow.flows.lifetimes import flows_summary
-    from traceflow.output import table_format, write_table
+    from traceflow.output import table_format, utc_aware, write_table
     from traceflow.scale.parallel import expand_paths, resolve_executor
     from traceflow.selection import row_filter, select_rows
 
@@ -122,8 +122,8 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
         else:
             table = select_rows(load_flows(files, idle_timeout=idle_timeout, reorder=reorder,
                                            notes=notes, **parallel), filter_, proto)
-            if output:
-                write_table(table, output, head=head)
+            if output:  # start/end marked UTC in Parquet/Arrow, as write_flows writes them
+                write_table(utc_aware(table.to_arrow()), output, head=head)
         warn_reordering(notes)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]

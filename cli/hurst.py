@@ -36,12 +36,22 @@ def command(input, bin_, methods, column, direction, filter_, proto, margin, as_
       traceflow hurst trace.pcap --bin 100ms --method wavelet,whittle --proto tcp
       traceflow hurst series.parquet --column packets --json
     """
+    from traceflow.errors import TraceflowError
     from traceflow.stats.hurst import estimate
     from traceflow.stats.series import format_duration, load_series
+    from traceflow.suggest import shorter_bins
 
     loaded = load_series(input, column=column, bin=bin_, direction=direction, filter=filter_,
                          proto=proto)
-    report = estimate(loaded.values, methods, margin=margin)
+    try:
+        report = estimate(loaded.values, methods, margin=margin)
+    except TraceflowError as exc:  # too short a capture: say which --bin gives it enough points
+        if loaded.kind not in ("capture", "packets") or loaded.values.size >= 1000:
+            raise
+        raise TraceflowError(f"{exc.reason}: {loaded.values.size} bins of "
+                             f"{format_duration(loaded.bin_ns)}; try a smaller --bin, e.g. "
+                             f"--bin {shorter_bins(loaded.values.size, loaded.bin_ns)[0]}",
+                             path=input) from None
     summary = report.summary()
     summary["column"] = loaded.column
     summary["bin"] = format_duration(loaded.bin_ns) if loaded.bin_ns else None

@@ -6,21 +6,23 @@ import click
 
 from traceflow.cli.options import (Duration, check_json_output, echo_json, filter_options,
                                    json_option)
+from traceflow.cli.series import DIRECTION_HELP
 from traceflow.errors import TraceflowError
 
 
-def block_series(path, scale_ns, *, column=None, bin_ns=None, filter=None, proto=None):
+def block_series(path, scale_ns, *, column=None, bin_ns=None, direction=None, filter=None,
+                 proto=None):
     """Per-block totals of INPUT at ``scale_ns`` (float64).
 
     Captures and packets tables are binned (10 ms) and aggregated to the scale, dropping the first
     and last blocks, which the capture's start and end cut short; series tables are aggregated to
     the scale (a multiple of their bin); a plain table's ``column`` is read as consecutive bins of
-    ``bin_ns`` (default: each row is one block) and summed into blocks. ``filter``/``proto``
-    select packets (:mod:`traceflow.selection`).
+    ``bin_ns`` (default: each row is one block) and summed into blocks. ``direction`` (as
+    ``series --direction``), ``filter``/``proto`` select packets (:mod:`traceflow.selection`).
     """
     from traceflow.stats.series import block_sums, format_duration, load_series, resample
 
-    loaded = load_series(path, column=column, filter=filter, proto=proto)
+    loaded = load_series(path, column=column, direction=direction, filter=filter, proto=proto)
     if loaded.frame is not None:
         if bin_ns is not None:
             raise TraceflowError("--bin applies to a plain table column only", path=path)
@@ -69,9 +71,11 @@ def _format(result):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the result (incl. the CondProb table, usable as an SSC a-priori table) "
                    "as JSON (a .json file).")
+@click.option("--direction", default=None, help=DIRECTION_HELP)
 @filter_options("packets")
 @json_option
-def command(input, scale, h, method, reverse, column, bin_ns, output, filter_, proto, as_json):
+def command(input, scale, h, method, reverse, column, bin_ns, output, direction, filter_, proto,
+            as_json):
     """Conditional traffic levels of INPUT: the map L onto [1, h], the h x (h+1) CondProb table,
     Pr{L2|L1}, E[L2|L1] and how predictable L2 is from L1.
 
@@ -83,6 +87,7 @@ def command(input, scale, h, method, reverse, column, bin_ns, output, filter_, p
     Examples:
       traceflow levels trace.pcap --scale 1s --levels 4
       traceflow levels trace.pcap --scale 2s --proto tcp --reverse -o table.json
+      traceflow levels trace.pcap --direction dst:10.0.1.0/24 --scale 1s
       traceflow levels series.parquet --column packets --json
     """
     from traceflow.atomic import write_text
@@ -91,7 +96,8 @@ def command(input, scale, h, method, reverse, column, bin_ns, output, filter_, p
     from traceflow.stats.levels import analyze_levels
 
     check_json_output(output)
-    x = block_series(input, scale, column=column, bin_ns=bin_ns, filter=filter_, proto=proto)
+    x = block_series(input, scale, column=column, bin_ns=bin_ns, direction=direction,
+                     filter=filter_, proto=proto)
     result = analyze_levels(x, h, method=method, reverse=reverse, scale_s=scale / 1e9)
     for flag in result.quality().flags:
         warn(f"levels: {flag.message}")

@@ -3,6 +3,9 @@ import click
 
 from traceflow.cli.options import echo_json, json_option
 
+#: top-level keys of which a scenario file has at least one (sim/schema.py)
+SCENARIO_TABLES = {"simulation", "topology", "tcp", "traffic", "base", "experiment"}
+
 
 @click.group(name="scenarios")
 def command():
@@ -30,7 +33,7 @@ def list_(as_json):
     from traceflow.replays import bundled, describe
 
     rows = [{"name": name, "kind": describe(path)[0], "description": describe(path)[1],
-             "path": str(path)} for name, path in bundled().items()]
+             "path": str(path)} for name, path in bundled().items() if _is_scenario(path)]
     if as_json:
         echo_json(rows)
         return
@@ -38,6 +41,18 @@ def list_(as_json):
     for r in rows:
         tag = " [experiment: traceflow reproduce]" if r["kind"] == "experiment" else ""
         click.echo(f"{r['name']:<{width}}  {r['description']}{tag}")
+
+
+def _is_scenario(path):
+    """Whether the bundled TOML file ``path`` is a scenario (setups.toml is the papers' set-up
+    values, read by traceflow.experiments.setups, not something to run)."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError:
+        return True  # listed, with describe()'s "invalid TOML"
+    return bool(SCENARIO_TABLES & set(doc))
 
 
 @command.command()

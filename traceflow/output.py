@@ -16,7 +16,9 @@ suffix                  format
 Any other suffix is an error (naming the path), raised by :func:`table_format` before any work is
 done, so ``-o flows.xlsx`` never silently writes Parquet. Text formats and the printed table show
 values as people read them: 16-byte addresses as text (:mod:`traceflow.pcap.addresses`), durations
-as float seconds, timestamps in UTC with the offset written out (``2024-03-01T12:00:00+00:00``).
+as float seconds, timestamps in UTC with the offset written out as JSON writes them
+(``2024-03-01T12:00:00.25+00:00``). Parquet and Arrow keep the batches' types exactly; tables of
+instants (flows' ``start``/``end``) are marked UTC by :func:`utc_aware` before they are written.
 Files are written atomically (:mod:`traceflow.atomic`).
 """
 from __future__ import annotations
@@ -36,6 +38,8 @@ SUFFIXES = {".parquet": "parquet", ".arrow": "arrow", ".ipc": "arrow", ".feather
             ".csv": "csv", ".tsv": "tsv", ".json": "jsonl", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 TEXT_FORMATS = ("csv", "tsv", "jsonl", "stdout")
 DEFAULT_HEAD = 20
+#: CSV/TSV timestamps: ISO 8601 with the offset as ``+00:00``, as Polars' JSON writes them
+ISO_DATETIME = "%Y-%m-%dT%H:%M:%S%.f%:z"
 
 
 def table_format(path) -> str:
@@ -68,6 +72,18 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
         elif isinstance(dtype, pl.Datetime) and dtype.time_zone is None:
             cols.append(col.dt.replace_time_zone("UTC"))
     return frame.with_columns(cols) if cols else frame
+
+
+def utc_aware(table: pa.Table) -> pa.Table:
+    """``table`` (Arrow) with its time-zone-naive timestamp columns (UTC instants) marked UTC
+    (``timestamp[ns, tz=UTC]``), so pandas and Polars read them as the instants they are."""
+    naive = [i for i, f in enumerate(table.schema)
+             if pa.types.is_timestamp(f.type) and f.type.tz is None]
+    for i in naive:
+        field = table.schema.field(i)
+        kind = pa.timestamp(field.type.unit, tz="UTC")
+        table = table.set_column(i, field.with_type(kind), table.column(i).cast(kind))
+    return table
 
 
 class TableSink:
@@ -120,7 +136,7 @@ class TableSink:
             frame.write_ndjson(out)
         else:
             frame.write_csv(out, separator="\t" if self.format == "tsv" else ",",
-                            include_header=first)
+                            include_header=first, datetime_format=ISO_DATETIME)
 
     def _open(self, schema):
         if self._writer is not None:

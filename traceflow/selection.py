@@ -40,8 +40,15 @@ def select_rows(frame, filter=None, proto=None):
     expr = row_filter(filter, proto)
     if expr is None:
         return frame
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    # SQL's TIMESTAMP '...' literals are naive: compare time-zone-aware columns as UTC instants
+    aware = {n: d.time_zone for n, d in schema.items()
+             if isinstance(d, pl.Datetime) and d.time_zone is not None}
     try:
-        out = frame.filter(expr)
+        out = frame.with_columns(pl.col(n).dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+                                 for n in aware).filter(expr).with_columns(
+            pl.col(n).dt.replace_time_zone("UTC").dt.convert_time_zone(tz)
+            for n, tz in aware.items()) if aware else frame.filter(expr)
         if isinstance(out, pl.LazyFrame):
             out.collect_schema()  # resolves the column names now, not at a later collect
         return out

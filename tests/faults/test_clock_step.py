@@ -25,4 +25,4 @@ def test_the_suggested_period_makes_a_series(tmp_path):
                  "ts >= TIMESTAMP '2012-06-29'")
     assert res.exit_code == 0, res.output
     assert (tmp_path / "s.csv").read_text().splitlines()[1:] == [
-        "2012-06-29T07:28:25.298858000+0000,1120,4"]
+        "2012-06-29T07:28:25.298858+00:00,1120,4"]

@@ -233,6 +233,8 @@ class SweepDir:
         if not parts:
             return None
         frame = pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
+        # a value summary.json has as null (NaN: not computable) is null here too
+        frame = frame.with_columns(pl.selectors.float().fill_nan(None))
         with atomic_path(self.results) as tmp:
             frame.write_parquet(tmp)
         return frame
