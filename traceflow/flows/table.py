@@ -795,20 +795,21 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
     import pyarrow.parquet as pq
 
     from traceflow.atomic import atomic_path
+    from traceflow.output import utc_aware
 
     files = _whole(inputs)
     if any(input_kind(path) == "flows" for path in files):
         table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
                            timestamps=timestamps, reorder=reorder, notes=notes, workers=workers)
         with atomic_path(output) as tmp:
-            table.write_parquet(tmp)
+            pq.write_table(utc_aware(table.to_arrow()), tmp, compression="zstd")
         return table.select(columns)
     kept, written, writer = [], 0, None
 
     def append(chunk):
         nonlocal writer, written
         chunk = chunk.with_columns(flow_id=pl.col("flow_id") + first, source=pl.lit(name))
-        table = chunk.to_arrow()
+        table = utc_aware(chunk.to_arrow())  # start/end are UTC instants: say so in the file
         writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
         writer.write_table(table)
         kept.append(chunk.select(columns))
@@ -825,9 +826,9 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
                     late = pl.col("flow_id") >= first
                     table = pl.concat([table.filter(~late), _resorted(table.filter(late))
                                       .with_columns(flow_id=pl.col("flow_id") + first)])
-                    writer = pq.ParquetWriter(tmp, table.to_arrow().schema,
-                                              compression="zstd")
-                    writer.write_table(table.to_arrow())
+                    arrow = utc_aware(table.to_arrow())
+                    writer = pq.ParquetWriter(tmp, arrow.schema, compression="zstd")
+                    writer.write_table(arrow)
                     kept = [table.select(columns)]
         finally:
             if writer is not None:
