@@ -42,10 +42,10 @@ cdef enum:
 # Per-pair state of the pair's open connection (columns of ``_p``).
 PAIR_FIELDS = ("used", "port_a", "port_b", "proto", "ip_version", "pair_ts", "conn", "start",
                "end", "first_fwd", "client_fwd", "t_syn", "t_synack", "t_ack", "t_data1",
-               "t_data2", "cause", "has_ports")
+               "t_data2", "cause", "has_ports", "head")
 cdef enum:
     P_USED, P_PA, P_PB, P_PROTO, P_IPVER, P_PAIR_TS, P_CONN, P_START, P_END, P_FIRST_FWD, \
-        P_CLIENT, P_T_SYN, P_T_SA, P_T_ACK, P_T_D1, P_T_D2, P_CAUSE, P_HAS_PORTS, NP
+        P_CLIENT, P_T_SYN, P_T_SA, P_T_ACK, P_T_D1, P_T_D2, P_CAUSE, P_HAS_PORTS, P_HEAD, NP
 # Per-direction state, row 2 * pair + direction (1 = sent by the pair's smaller endpoint "a").
 DIR_FIELDS = ("seen", "base", "last_seq", "pos", "occ_set", "occ_max", "data_set", "data_lo",
               "data_hi", "packets", "bytes", "payload", "frame_bytes", "syn", "synack", "fin",
@@ -209,12 +209,21 @@ cdef class FlowSplitter:
     A pair's state is dropped (its connection finished) once the capture's clock
     (:class:`StreamClock`) is more than ``idle_ns`` past the pair's last packet.
 
+    ``head_until`` (ns, for a range of a capture cut into several, :mod:`traceflow.scale.ranges`):
+    a connection gets ``head`` = 1 when it opens a pair's state (``cause`` 0) at or before this
+    time, or replaces a ``head`` connection by a new ISN (``cause`` 2): the connections that may
+    continue one open before the range, since no idle gap separates them from it. A packet whose
+    ``force`` column (optional) is 1 starts a new connection whatever the rules (``cause`` 3):
+    the border connections of the ranges are stitched by feeding them again, each starting where
+    its range found it start.
+
     ``max_rows``: finished connections' rows held until :meth:`finished` hands them out. When
     they fill it (an expiry sweep too, which resumes where it stopped), :meth:`feed` stops with
     ``rows_full`` set: hand the rows out and feed the rest. The rows of the open connections
     (hundreds of bytes each) are then never all reserved at once, whatever their number.
     """
     cdef readonly int64_t idle_ns, n_conns, n_open, n_rows, max_rows
+    cdef public int64_t head_until
     cdef readonly bint rows_full
     cdef int64_t n_pairs_cap, free_pair
     cdef object _pk, _pp, _pd, _rows_arr, _table_arr
@@ -227,10 +236,11 @@ cdef class FlowSplitter:
     cdef uint64_t mask
     cdef vector[cmap[int64_t, int64_t]] cover   # payload ranges of irregular directions
 
-    def __init__(self, int64_t idle_ns, int64_t max_rows=1 << 13):
+    def __init__(self, int64_t idle_ns, int64_t max_rows=1 << 13, int64_t head_until=INT64_MIN):
         if max_rows < 1:
             raise ValueError("max_rows must be at least 1")
         self.idle_ns = idle_ns
+        self.head_until = head_until
         self.max_rows = max_rows
         self.rows_full = False
         self.n_conns = self.n_open = 0
@@ -473,13 +483,16 @@ cdef class FlowSplitter:
             ("wirelen", np.int64))]
         sweep_arr = np.ascontiguousarray(cols["sweep"], dtype=np.int64)
         pos_arr = np.ascontiguousarray(cols["pos"], dtype=np.int64)
+        force = cols.get("force")
+        force_arr = (np.zeros(n, dtype=np.uint8) if force is None
+                     else np.ascontiguousarray(force, dtype=np.uint8))
         # the next packet of the same pair within this input, for the lone-timestamp rule: made
         # only for an input that has an idle gap to decide (few do), when the kernel asks
         nxt_arr = np.zeros(0, dtype=np.int64)
         first = 0
         while True:
             used = self._feed(first, ts_arr, *keys, *ports, proto_arr, *rest, nxt_arr, sweep_arr,
-                              pos_arr, horizon, out["conn"], out["slot"], out["fresh"],
+                              pos_arr, force_arr, horizon, out["conn"], out["slot"], out["fresh"],
                               out["rel"], out["retrans"], out["fwd"], final)
             if used >= 0:
                 break
@@ -495,7 +508,8 @@ cdef class FlowSplitter:
               const uint8_t[::1] has_ports, const uint8_t[::1] ipver, const uint8_t[::1] is_tcp,
               const uint16_t[::1] flags, const uint32_t[::1] seq, const int64_t[::1] payload,
               const int64_t[::1] ip_len, const int64_t[::1] wirelen, const int64_t[::1] nxt,
-              const int64_t[::1] sweep, const int64_t[::1] pos, int64_t horizon,
+              const int64_t[::1] sweep, const int64_t[::1] pos, const uint8_t[::1] force,
+              int64_t horizon,
               int64_t[::1] conn, int64_t[::1] slot, uint8_t[::1] fresh, int64_t[::1] rel,
               uint8_t[::1] retrans, uint8_t[::1] fwd, bint final):
         """The loop of :meth:`feed` from packet ``first``: the packets consumed, or -1 - i if
@@ -505,7 +519,7 @@ cdef class FlowSplitter:
         cdef int64_t q, k, r, start, end, occupied, t
         cdef uint8_t dd, why
         cdef uint16_t f
-        cdef bint split, syn_only, synack, is_client
+        cdef bint split, syn_only, synack, is_client, head
         cdef int64_t lookahead = LOOKAHEAD
         cdef int status
         # The loop runs without the GIL and allocates nothing: before each packet it checks
@@ -534,7 +548,10 @@ cdef class FlowSplitter:
                                          sport[i], proto[i])
                     f = flags[i]
                     split = False
-                    if self.p[q, P_CONN] < 0:
+                    if force[i]:
+                        split = True
+                        why = 3
+                    elif self.p[q, P_CONN] < 0:
                         split = True
                         why = 0
                     elif t - self.p[q, P_PAIR_TS] > self.idle_ns:
@@ -558,9 +575,12 @@ cdef class FlowSplitter:
                         split = True
                         why = 2
                     if split:
+                        head = ((why == 2 and self.p[q, P_HEAD] == 1)
+                                or (why == 0 and t <= self.head_until))
                         if self.p[q, P_CONN] >= 0:
                             self._emit(q, False)
                         self._start(q, t, dd, ipver[i], why, has_ports[i])
+                        self.p[q, P_HEAD] = head
                     if split or t - self.p[q, P_PAIR_TS] <= self.idle_ns:
                         self.p[q, P_PAIR_TS] = t
                     self.p[q, P_END] = t

@@ -230,11 +230,12 @@ class FlowStream:
     open connection's smallest sample per half and its sample count instead of every sample
     (``rtt_min`` and ``rtt_samples`` are the same; no ``want_samples`` then). ``extra``: more
     packet columns (name -> dtype; null as -1) carried with the prepared packets to
-    :attr:`on_packets`.
+    :attr:`on_packets`. ``keep_fields``: more of the splitter's row fields
+    (:data:`traceflow.flows.flowsplit.ROW_FIELDS`) kept in the finished rows (not released).
     """
 
     def __init__(self, *, idle_timeout=300.0, timestamps=True, want_samples=False, part=(0, 1),
-                 reorder=None, rtt_quantiles=True, extra=None):
+                 reorder=None, rtt_quantiles=True, extra=None, keep_fields=()):
         from traceflow.flows.flowsplit import FlowSplitter, StreamClock
         from traceflow.flows.rttsample import RttSampler
 
@@ -252,6 +253,7 @@ class FlowStream:
         self.late_sweep = None  # sweep due after the partition's last packet so far (ns)
         self.quantiles = rtt_quantiles
         self.extra = extra or {}
+        self.keep_fields = tuple(keep_fields)
         self.pending = None     # RTT samples of open connections (or their half_minima)
         self.trace_end = None   # timestamp (ns) of the last IP packet
         self.last_ts = None     # timestamp (ns) of the last packet consumed
@@ -435,7 +437,9 @@ class FlowStream:
             df = self.carry if df is None else pl.concat([self.carry, df])
         self.carry = None
         while df is not None:
-            used, out = self.splitter.feed({c: df[c].to_numpy() for c in _KERNEL_COLUMNS}, final,
+            # ``force``: the stitching of record ranges (:mod:`traceflow.scale.ranges`)
+            cols = [c for c in (*_KERNEL_COLUMNS, "force") if c in df.columns]
+            used, out = self.splitter.feed({c: df[c].to_numpy() for c in cols}, final,
                                            horizon=self.seen)
             rest = df.slice(used) if used < df.height else None
             if used:
@@ -483,7 +487,7 @@ class FlowStream:
         conns = conns.join(rtts, on="conn", how="left").with_columns(
             pl.col("rtt_samples").fill_null(0))
         conns = _close(_rtts(_columns(conns), self.idle_ns), self.idle_ns, self.trace_end)
-        self.waiting.append(_finish(conns))
+        self.waiting.append(_finish(conns, self.keep_fields))
         self.collected = True
         if self.samples is not None:
             self.samples.append(path)
@@ -607,8 +611,9 @@ def _close(conns, idle_ns, trace_end):
         .otherwise(pl.lit("IDLE")))
 
 
-def _finish(conns):
-    """Orient a/b columns as client/server and format addresses."""
+def _finish(conns, keep=()):
+    """Orient a/b columns as client/server and format addresses (``keep``: more of the rows'
+    columns kept)."""
     a = pl.col("client_is_a")
 
     def pick(col_a, col_b, client=True):
@@ -640,7 +645,7 @@ def _finish(conns):
     for side in ("client", "server"):
         rename = {"hi": f"{side}_hi", "lo": f"{side}_lo", "str": f"{side}_addr"}
         out = out.join(names.rename(rename), on=[f"{side}_hi", f"{side}_lo"], how="left")
-    return out.select(*[c for c in FLOW_SCHEMA if c != "flow_id"], "conn", "client_is_a")
+    return out.select(*[c for c in FLOW_SCHEMA if c != "flow_id"], "conn", "client_is_a", *keep)
 
 
 def _address_strings(halves):
