@@ -46,6 +46,8 @@ MIN_SPACED_BYTES = 512
 #: :data:`MODE_WIDTH` of it (a link that was busy for part of the capture)
 MIN_MODE_SHARE = 0.15
 MODE_WIDTH = 0.03
+#: ... and it is at most this many times the peak 100 ms throughput
+MAX_OVER_PEAK = 2.0
 #: the queueing delay of a full buffer: this quantile of the handshakes' excess delay
 FULL_QUANTILE = 0.99
 #: host pairs need this many handshakes for their minimum to be the path's (and their excess the
@@ -191,13 +193,18 @@ def service_rate(spacing, peak_bps, peaks):
     per_byte, share, gaps = spacing.mode() if spacing is not None else (math.nan, 0.0, 0)
     spaced = 8e9 / per_byte if per_byte > 0 else math.nan
     peak_1s = peaks.get("1s", peak_bps)
-    if share >= MIN_MODE_SHARE and math.isfinite(spaced) and spaced >= 0.97 * (peak_1s or 0):
+    # the bottleneck's rate is at least the peak 1 s throughput, and the link ran near it for
+    # 100 ms at least once (upstream of the bottleneck the gaps are a faster link's)
+    peak_100ms = peaks.get("100ms", peak_bps)
+    if (share >= MIN_MODE_SHARE and math.isfinite(spaced) and spaced >= 0.97 * (peak_1s or 0)
+            and spaced <= MAX_OVER_PEAK * (peak_100ms or math.inf)):
         return spaced, (f"{share:.0%} of {gaps:,} gaps between large packets are {per_byte:.4g} "
                         "ns per IP byte (back to back at the bottleneck)"), "ok"
-    return peak_bps, ("peak throughput (no back-to-back spacing: "
-                      + (f"{share:.0%} of {gaps:,} gaps near the mode" if gaps else
-                         "no large packets") + ")"), \
-        "lower bound: the peak throughput, the link may be faster"
+    return peak_bps, ("peak throughput (no back-to-back spacing of a busy link: "
+                      + (f"{share:.0%} of {gaps:,} gaps near {spaced / 1e6:.4g} Mbit/s"
+                         if gaps else "no large packets") + ")"), \
+        ("guess: the peak throughput (upstream of the bottleneck it holds packets the queue "
+         "dropped; on a link never saturated the link is faster)")
 
 
 def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmissions,
