@@ -66,10 +66,11 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
 
     Each input gets its own flows (column ``source``); ``flow_id`` numbers the result. With
     --dataset, captures and packets tables only; ``flow_id`` restarts in every part and
-    ``source`` holds the input's absolute path. Without --dataset, --workers N splits each input's
-    connections into N hash partitions of their endpoint pairs, streamed by N processes at once
-    (the same table; each process reads the whole input, and one process already keeps about
-    1.4 cores busy: on 2 cores, 2 processes are slower than one). --filter and --proto select flows
+    ``source`` holds the input's absolute path. Without --dataset, --workers N cuts each input
+    into N ranges of its records, each decoded by its own process (--executor dask: a Dask
+    task), and stitches the connections that cross a cut: the same table as one process. A
+    compressed capture does not split (decompressing is serial), nor one whose timestamps run
+    backwards: those are read by one process. --filter and --proto select flows
     (columns of the flow table); in text formats addresses are text, durations seconds and times
     UTC.
 
@@ -94,9 +95,9 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
     check_stdout(output, as_json)
     if idle_timeout <= 0:
         raise TraceflowError("--idle-timeout must be > 0")
-    # --workers alone is legal: it splits a capture's connections (below)
+    # --workers, --executor, --scheduler alone are legal: they split a capture (below)
     to_dataset = bool(output) and output != "-" and check_dataset_output(
-        output, dataset, None, executor, None, scheduler)
+        output, dataset)
     if to_dataset and row_filter(filter_, proto) is not None:
         raise TraceflowError("--filter/--proto apply to a flow table, not to a --dataset "
                              "(filter when reading it)")
@@ -108,11 +109,12 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
         per_file = [{"file": f, "part": part, "flows": pq.read_metadata(part).num_rows}
                     for f, part in zip(info["files"], info["parts"])]
     else:
-        if dataset or executor or scheduler:
-            raise TraceflowError("--dataset/--executor/--scheduler need -o DIR")
+        if dataset:
+            raise TraceflowError("--dataset needs -o DIR")
         files, notes = expand_paths(inputs, INPUT_PATTERNS), []
-        # --workers N on a capture: N processes, each the connections of one hash partition
-        parallel = dict(partitions=max(partitions, workers or 1), workers=workers or 1)
+        # --workers N on a capture: N ranges of its records, each decoded by one worker
+        parallel = dict(partitions=partitions, workers=workers or 1,
+                        executor=resolve_executor(executor, scheduler), scheduler=scheduler)
         if output:
             table_format(output)  # an unknown suffix fails before the work
         if output and table_format(output) == "parquet" and row_filter(filter_, proto) is None:

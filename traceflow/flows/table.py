@@ -110,7 +110,7 @@ COLLECT_ROWS = 1 << 13
 
 
 def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_size=BATCH_ROWS,
-          reorder=None, workers=1):
+          reorder=None, workers=1, executor="local", scheduler=None):
     """Build the flow table of packets (see the module docstring for the rules).
 
     ``packets``: a capture or packets Parquet file (path), a pyarrow Table, Polars DataFrame or
@@ -124,13 +124,35 @@ def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_s
     ``timestamps``: False samples the path RTT columns from sequence numbers only, ignoring the
     TCP timestamp option (:mod:`traceflow.flows.pathrtt`). ``reorder``: seconds; put the
     packets in timestamp order within that window first (:mod:`traceflow.pcap.reorder`; None:
-    capture order, as Wireshark). ``workers``: run the partitions in that many processes at once
-    (``packets`` a path; each reads the whole input and keeps its partition's connections).
+    capture order, as Wireshark). ``workers``: with ``partitions`` > 1, run the partitions in
+    that many processes at once (``packets`` a path; each reads the whole input and keeps its
+    partition's connections); else cut ``packets`` (a path) into that many ranges of records,
+    each decoded by one process (:mod:`traceflow.scale.ranges`; a compressed capture, or one
+    whose timestamps run backwards, is read in one pass). ``executor``, ``scheduler``: where
+    the ranges run (:func:`traceflow.scale.parallel.map_tasks`).
 
     Returns a Polars DataFrame, one row per flow, ordered by start, ``flow_id`` = 0, 1, ...
     """
+    if workers > 1 and partitions == 1:
+        table = _range_table(packets, idle_timeout, timestamps, batch_size, workers, executor,
+                             scheduler)
+        if table is not None:
+            return table
     return _flow_tables(packets, idle_timeout, partitions, timestamps, False, batch_size,
                         reorder, workers=workers)[0]
+
+
+def _range_table(packets, idle_timeout, timestamps, batch_size, workers, executor, scheduler):
+    """The flow table of a path from ranges of its records (:func:`traceflow.scale.ranges.
+    range_flows`), or None when it does not split (read it in one pass)."""
+    if not isinstance(packets, (str, Path)):
+        raise InputFormatError("flows in several workers need a path (a capture or packets "
+                               "Parquet)")
+    from traceflow.scale.ranges import range_flows
+
+    return range_flows(packets, workers=workers, idle_timeout=idle_timeout,
+                       timestamps=timestamps, batch_size=batch_size, executor=executor,
+                       scheduler=scheduler)
 
 
 def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True,
@@ -740,7 +762,7 @@ def _file_batches(path, batch_size, columns=tuple(_PACKET_COLUMNS)):
 
 
 def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, columns=None,
-               reorder=None, notes=None, workers=1):
+               reorder=None, notes=None, workers=1, executor="local", scheduler=None):
     """Flows of one or more inputs (captures, packets Parquet or flows Parquet), concatenated.
 
     Each input gets its own flows (two captures of the same traffic are never merged) and a
@@ -749,7 +771,7 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
     these columns (of the finished flows, as they are handed out), so long captures need memory
     for these columns only. ``reorder``: as :func:`flows`; ``notes``: a list that gets
     ``(input, report)`` for every input re-ordering looked at (:meth:`FlowStream.report`).
-    ``workers``: as :func:`flows` (with ``partitions`` >= ``workers``).
+    ``workers``, ``executor``, ``scheduler``: as :func:`flows`.
     """
     tables = []
     for path in _whole(inputs):
@@ -757,7 +779,8 @@ def load_flows(inputs, *, idle_timeout=300.0, partitions=1, timestamps=True, col
         keep = None if columns is None else list(dict.fromkeys([*columns, *SORT_KEY[:-1]]))
         ordered = _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
                                lambda c: chunks.append(c if keep is None else c.select(
-                                   [k for k in keep if k in c.columns])), workers)
+                                   [k for k in keep if k in c.columns])), workers,
+                               executor, scheduler)
         table = pl.concat(chunks, how="diagonal_relaxed")
         if not ordered:
             table = _resorted(table)
@@ -791,7 +814,7 @@ def stream_flows(inputs, sink, *, idle_timeout=300.0, partitions=1, timestamps=T
 
 
 def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, timestamps=True,
-                reorder=None, notes=None, workers=1):
+                reorder=None, notes=None, workers=1, executor="local", scheduler=None):
     """Write :func:`load_flows` ``(inputs)`` to the Parquet file ``output`` (atomically) chunk
     by chunk, so memory does not grow with the captures' length; returns its ``columns``.
 
@@ -805,7 +828,8 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
     files = _whole(inputs)
     if any(input_kind(path) == "flows" for path in files):
         table = load_flows(files, idle_timeout=idle_timeout, partitions=partitions,
-                           timestamps=timestamps, reorder=reorder, notes=notes, workers=workers)
+                           timestamps=timestamps, reorder=reorder, notes=notes, workers=workers,
+                           executor=executor, scheduler=scheduler)
         with atomic_path(output) as tmp:
             pq.write_table(utc_aware(table.to_arrow()), tmp, compression="zstd")
         return table.select(columns)
@@ -825,7 +849,7 @@ def write_flows(inputs, output, *, columns, idle_timeout=300.0, partitions=1, ti
             for path in files:
                 name, first = Path(path).name, written
                 if not _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes,
-                                    append, workers):
+                                    append, workers, executor, scheduler):
                     writer.close()                  # sort this input's flows in memory
                     table = pl.read_parquet(tmp)
                     late = pl.col("flow_id") >= first
@@ -850,7 +874,8 @@ def _whole(inputs):
     return files
 
 
-def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sink, workers=1):
+def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sink, workers=1,
+                 executor="local", scheduler=None):
     """Hand the flows of one input to ``sink`` chunk by chunk (``flow_id`` from 0 on); returns
     False when they came out of order (see :func:`flow_chunks`): sort them with
     :func:`_resorted`."""
@@ -861,6 +886,14 @@ def _input_flows(path, idle_timeout, partitions, timestamps, reorder, notes, sin
         sink(flows(path, idle_timeout=idle_timeout, partitions=partitions, timestamps=timestamps,
                    reorder=reorder, workers=workers))
         return True
+    if workers > 1:
+        # ranges of the input's records in several workers (no re-ordering report: the ranges
+        # are used only where the timestamps are in order, which re-ordering leaves alone)
+        table = _range_table(path, idle_timeout, timestamps, BATCH_ROWS, workers, executor,
+                             scheduler)
+        if table is not None:
+            sink(table)
+            return True
     stream = None
     for chunk, stream in flow_chunks(path, idle_timeout=idle_timeout, timestamps=timestamps,
                                      reorder=reorder):
