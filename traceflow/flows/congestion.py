@@ -89,6 +89,12 @@ NO_REDUCTION = 0.86
 FAMILIES = {"reno": (0.5, 1.0), "cubic": (0.7, 0.4)}
 #: the spreads that weigh a measured reduction factor and growth against a family's
 SPREAD = {"beta": 0.1, "growth": 0.25}
+#: the evidence (connections tested, episodes read) at which the confidence is half the signals'
+#: support
+EVIDENCE_HALF = 3
+#: the confidence factor of BBR found by pacing without a loss reaction: Linux paces Reno and
+#: CUBIC too under the fq qdisc (not on the testbed's hosts)
+PACING_ONLY = 0.5
 
 #: the per-connection row :func:`reduce_connections` returns (name -> Polars dtype): data
 #: segments; the vantage point and whether timestamps gave the flight; loss episodes (fast
@@ -166,10 +172,11 @@ def connection_vantage(t_syn, t_synack, t_ack, sender_is_server):
 
 
 def _flight(t, snd, seq, ack, ln, tsval, tsecr, vantage):
-    """Per data segment of one connection (arrays): its time, the highest sequence number sent
-    up to it, whether it was a retransmission, the flight and the highest acknowledgment the
-    sender had (bytes, see the module docstring); and whether TCP timestamps were used. None
-    where the capture does not show the flight: away from the sender without timestamps."""
+    """Per data segment of one connection (arrays): its time, its sequence number, the highest
+    sequence number sent up to it, whether it was a retransmission, the flight and the highest
+    acknowledgment the sender had (bytes, see the module docstring); and whether TCP timestamps
+    were used. None where the capture does not show the flight: away from the sender without
+    timestamps."""
     d = snd & (ln > 0)
     r = ~snd & (ack >= 0)
     td, end = t[d], seq[d] + ln[d]
@@ -184,7 +191,7 @@ def _flight(t, snd, seq, ack, ln, tsval, tsecr, vantage):
     else:
         return None
     una = np.maximum.accumulate(np.where(k >= 0, acked[np.maximum(k, 0)], 0))
-    return td, smax, rtx, smax - una, una, vantage != "sender"
+    return td, seq[d], smax, rtx, smax - una, una, vantage != "sender"
 
 
 def _rounds(smax, una):
@@ -210,11 +217,16 @@ def _connection(t, snd, seq, ack, ln, tsval, tsecr, vantage):
            "window_max": None}
     if seen is None:
         return row
-    td, smax, rtx, flight, una, row["timestamps"] = seen
+    td, start, smax, rtx, flight, una, row["timestamps"] = seen
     seg = float(ln[snd & (ln > 0)].max())
     rid = _rounds(smax, una)
     window = np.zeros(int(rid[-1]) + 1)
     np.maximum.at(window, rid, flight / seg)
+    # Behind the bottleneck the segments the queue dropped are missing: a hole before a
+    # segment. They left after the segment before it (FIFO), in its round, and topped it: the
+    # round overflowed the queue, so without them its window reads low.
+    hole = np.flatnonzero(start[1:] > smax[:-1])
+    np.maximum.at(window, rid[hole], (start[hole + 1] - una[hole]) / seg)
     episodes = _episodes(td, smax, rtx, una, rid, window.size)
     num, den = _growth(window, episodes)
     ratios = _reductions(window, episodes, num / den if den else None)
@@ -325,53 +337,62 @@ def _burst_share(td):
     return float((gaps < BACK_TO_BACK * gaps.mean()).mean())
 
 
-def _decide(paced, held, beta, growth):
+def _decide(paced, tested, held, held_n, beta, beta_n, growth):
     """``(label, confidence)`` from the evidence of one connection or of a capture's pooled
-    connections (None where unmeasured): ``paced`` the share of the pacing-tested connections
-    that were paced, ``held`` the held ratio, ``beta`` the reduction factor, ``growth`` the
-    growth between losses (segments per round trip).
+    connections: ``paced`` the share of the ``tested`` connections that were paced, ``held``
+    the held ratio over ``held_n`` episodes, ``beta`` the reduction factor over ``beta_n``
+    episodes, ``growth`` the growth between losses (segments per round trip); a value is None
+    where unmeasured or too thin.
 
     A sender that keeps its window through loss episodes, or paces without a loss-based
     reduction, is BBR; an unpaced sender that keeps its window is a contradiction (cannot
-    tell). Otherwise the reduction factor and growth pick the loss-based family nearer to
-    them (:data:`FAMILIES`, weighed by :data:`SPREAD`). The confidence is the mean support of
-    the signals read, each in [0, 1] (pacing: the share of connections that agree; held: the
-    distance from :data:`NO_REDUCTION`; family: the nearer family's weight
-    exp(-d/2) / sum exp(-d/2) over the two, d the weighted squared distance); None and 0 when
-    nothing tells."""
+    tell). A loss-based label needs the reduction factor (a window that does not grow, e.g.
+    limited by the receiver or the application, says nothing of the family): it and the growth
+    pick the family nearer to them (:data:`FAMILIES`, weighed by :data:`SPREAD`). The
+    confidence is the mean support of the signals read, each in [0, 1] (pacing: the share of
+    connections that agree; held: the distance from :data:`NO_REDUCTION` over 0.1; family: the
+    nearer family's weight exp(-d/2) / sum exp(-d/2) over the two, d the weighted squared
+    distance), times n / (n + :data:`EVIDENCE_HALF`), n the connections and episodes read,
+    and times :data:`PACING_ONLY` for BBR found by pacing alone; None and 0 when nothing
+    tells."""
     keeps = None if held is None else held >= NO_REDUCTION
     if paced is not None and keeps is not None and keeps != (paced > 0.5):
         if keeps:
             return None, 0.0        # unpaced yet no reduction: not a family we know
         paced = None                # paced but reducing on loss: a loss-based sender behind fq
-    support = []
+    support, n = [], 0
     if paced is not None:
         support.append(paced if paced > 0.5 else 1 - paced)
+        n += tested
     if keeps is not None:
         support.append(min(abs(held - NO_REDUCTION) / 0.1, 1.0))
+        n += held_n
     if keeps or (keeps is None and paced is not None and paced > 0.5):
-        return "bbr", float(np.mean(support))
-    if beta is None and growth is None:
+        found = "bbr"
+    elif beta is None:
         return None, 0.0
-    d = {}
-    for name, (b, g) in FAMILIES.items():
-        d[name] = sum(((value - ref) / SPREAD[key]) ** 2 for key, value, ref in
-                      (("beta", beta, b), ("growth", growth, g)) if value is not None)
-    weight = {name: np.exp(-v / 2) for name, v in d.items()}
-    best = min(d, key=d.get)
-    total = sum(weight.values())
-    support.append(weight[best] / total if total > 0 else 0.5)
-    return best, float(np.mean(support))
+    else:
+        d = {name: ((beta - b) / SPREAD["beta"]) ** 2
+             + (0.0 if growth is None else ((growth - g) / SPREAD["growth"]) ** 2)
+             for name, (b, g) in FAMILIES.items()}
+        found = min(d, key=d.get)
+        weight = {name: np.exp(-v / 2) for name, v in d.items()}
+        total = sum(weight.values())
+        support.append(weight[found] / total if total > 0 else 0.5)
+        n += beta_n
+    confidence = float(np.mean(support)) * n / (n + EVIDENCE_HALF)
+    # paced, no loss reaction seen: BBR, or a loss-based sender paced by the fq qdisc
+    return found, confidence * (PACING_ONLY if found == "bbr" and keeps is None else 1.0)
 
 
 def label(row):
     """``(label, confidence)`` of one connection's :data:`ROW` (a dict): each signal read
     only with enough of it (:data:`MIN_EPISODES`, :data:`MIN_GROWTH_DEN`, :data:`MIN_GAPS`)."""
     share = row["burst_share"]
+    held = np.exp(row["held_log"] / row["held_n"]) if row["held_n"] >= MIN_EPISODES else None
     return _decide(
-        None if share is None else float(share < PACED_SHARE),
-        np.exp(row["held_log"] / row["held_n"]) if row["held_n"] >= MIN_EPISODES else None,
-        row["beta"] if row["beta_n"] >= MIN_EPISODES else None,
+        None if share is None else float(share < PACED_SHARE), 1, held, row["held_n"],
+        row["beta"] if row["beta_n"] >= MIN_EPISODES else None, row["beta_n"],
         row["growth_num"] / row["growth_den"] if row["growth_den"] >= MIN_GROWTH_DEN else None)
 
 
@@ -421,7 +442,8 @@ def aggregate(rows):
         if pooled[key] is not None:
             evidence[name] = pooled[key]
     evidence["timestamps_share"] = float(rows["timestamps"].mean())
-    found, confidence = _decide(paced, pooled["held"], pooled["beta"], pooled["growth"])
+    found, confidence = _decide(paced, tested.height, pooled["held"], n_held, pooled["beta"],
+                                n_beta, pooled["growth"])
     return found, (confidence if found else None), evidence
 
 
