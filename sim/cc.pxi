@@ -10,6 +10,11 @@
 #   on_send(s, seg, retx, now)     a data segment leaves (new or retransmitted)
 #   on_dupack(s, now)              a duplicate ACK, only with recovery = RECOVERY_CC
 #   window_in_force(s) -> double   the window without fast-recovery inflation (TCP-MT's SSC)
+#   on_app_write(s, now)           the application hands over more data (app_limit/app_append)
+# A congestion control with ``cong_control`` set (Linux's cong_control op: BBR) owns the window
+# outright: with SackRack its on_ack_sample(s, sample, now) runs on every ACK (AckSample, tcp.pxi) instead of
+# on_ack and PRR, and on_delivered(s, seg, sacked, now) for each segment the ACK newly delivers
+# (tcp_rate_skb_delivered); it may pace the sender (``s.pacing``, ``s.pacing_rate``).
 # ``recovery`` selects the classic loss recovery the sender runs (Tahoe, Reno, NewReno) or hands
 # duplicate ACKs to the congestion control (RECOVERY_CC: Vegas runs its own, as ns-2's
 # VegasTcpAgent); a RecoveryOps such as SackRack ignores it. The congestion-avoidance slope is
@@ -21,6 +26,7 @@
 cdef class CongestionOps:
     cdef public int recovery
     cdef readonly str name
+    cdef readonly bint cong_control             # owns cwnd on every ACK (see above)
 
     def __init__(self):
         self.recovery = RECOVERY_RENO
@@ -61,6 +67,15 @@ cdef class CongestionOps:
         pass
 
     cdef int on_dupack(self, TcpSender s, int64_t now) except -1:
+        pass
+
+    cdef int on_app_write(self, TcpSender s, int64_t now) except -1:
+        pass
+
+    cdef int on_delivered(self, TcpSender s, int64_t seg, bint sacked, int64_t now) except -1:
+        pass
+
+    cdef int on_ack_sample(self, TcpSender s, AckSample* a, int64_t now) except -1:
         pass
 
     cdef double window_in_force(self, TcpSender s):

@@ -198,6 +198,8 @@ cdef class SackRack(RecoveryOps):
             fl = self._f(seg)[0]
             if not (fl & SB_LOST) or fl & (SB_SACKED | SB_RETRANS):
                 continue
+            if s.pacing and s.pace_wait(now):
+                break
             self._retransmit(s, seg, now)
             if self.ca_state == CA_RECOVERY or self.ca_state == CA_CWR:
                 self.prr_out += 1
@@ -215,6 +217,8 @@ cdef class SackRack(RecoveryOps):
         if limit > s.snd_una + s.rwnd:
             limit = s.snd_una + s.rwnd
         while s.snd_max < limit:
+            if s.pacing and not probe and s.pace_wait(now):
+                break
             if self.in_flight(s) >= s.window():
                 if not probe or sent > 0:
                     limited = True
@@ -341,7 +345,8 @@ cdef class SackRack(RecoveryOps):
             if self.ca_state != CA_RECOVERY:
                 self._enter_recovery(s, now)
                 s.sim.flows[s.flow].fast_retx += 1
-                self._cwnd_reduction(s, 1, self.lost - lost0, 0)
+                if not s.cc.cong_control:
+                    self._cwnd_reduction(s, 1, self.lost - lost0, 0)
             self._xmit_lost(s, now, True)
         if not (s.rto_armed and s.tmr_kind == TMR_RTO):
             self._rearm_rto(s, now, True)
@@ -403,8 +408,10 @@ cdef class SackRack(RecoveryOps):
         cdef int64_t first_sackt = -1, last_sackt = -1, num_dupack = 0, x, pkts_acked = 0
         cdef int flag = 0, rexmit = REXMIT_NONE
         cdef uint8_t fl
+        cdef AckSample a
         if ack < prior_una or ack > s.snd_max:
             return 0
+        a.prior_in_flight = self.in_flight(s)
         self.ack_tsecr = p.tsecr
         if p.flags & F_FIN:
             flag |= FLAG_DATA               # a FIN takes sequence space: not a duplicate
@@ -436,6 +443,8 @@ cdef class SackRack(RecoveryOps):
             else:
                 self.delivered += 1
                 self._rack_advance(fl, seg + 1, x, now, s.min_rtt)
+                if s.cc.cong_control:
+                    s.cc.on_delivered(s, seg, False, now)
             if fl & SB_LOST:
                 self.lost_out -= 1
             pkts_acked += 1
@@ -479,8 +488,18 @@ cdef class SackRack(RecoveryOps):
         if flag & FLAG_SET_XMIT_TIMER:
             if not self._schedule_probe(s, True, now):
                 self._rearm_rto(s, now, s.rto_armed and s.tmr_kind != TMR_RTO)
-        # tcp_cong_control: PRR in CWR / Recovery, else growth on newly delivered data
-        if self.ca_state == CA_CWR or self.ca_state == CA_RECOVERY:
+        # tcp_cong_control: the congestion control's own (BBR), else PRR in CWR / Recovery, else
+        # growth on newly delivered data
+        if s.cc.cong_control:
+            a.acked_sacked = self.delivered - prior_delivered
+            a.losses = self.lost - prior_lost
+            a.delivered = self.delivered
+            a.lost = self.lost
+            a.rtt = ca_rtt
+            a.in_flight = self.in_flight(s)
+            a.ca_state = self.ca_state
+            s.cc.on_ack_sample(s, &a, now)
+        elif self.ca_state == CA_CWR or self.ca_state == CA_RECOVERY:
             self._cwnd_reduction(s, self.delivered - prior_delivered, self.lost - prior_lost, flag)
         elif flag & FLAG_DATA_ACKED:
             s.cc.on_ack(s, self.delivered - prior_delivered, now)
@@ -564,6 +583,8 @@ cdef class SackRack(RecoveryOps):
                 f[0] |= SB_SACKED
                 self.sacked_out += 1
                 self.delivered += 1
+                if s.cc.cong_control:
+                    s.cc.on_delivered(s, seg, True, now)
                 flag |= FLAG_DATA_SACKED
                 if seg + 1 > self.fack:
                     self.fack = seg + 1

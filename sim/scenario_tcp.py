@@ -87,6 +87,31 @@ class CubicParams:
 
 
 @dataclass
+class BbrParams:
+    """BBR v1 (Linux tcp_bbr.c, whose tunables are static constants; the defaults are Linux's).
+    Gains are dimensionless (Linux rounds them to 1/256), times in seconds."""
+    high_gain: float = _meta(2.885, gt=1, doc="Startup pacing and cwnd gain (2/ln 2); Drain "
+                                               "paces at its inverse")
+    cwnd_gain: float = _meta(2.0, gt=0, doc="ProbeBW cwnd gain: cwnd = cwnd_gain x BDP + quanta")
+    probe_gain: float = _meta(1.25, gt=1, max=2, doc="ProbeBW's probing phase gain; the next "
+                                                     "phase drains at 2 - probe_gain")
+    bw_rtts: int = _meta(10, min=1, doc="max-bandwidth filter window, packet-timed rounds")
+    min_rtt_win: float = _meta(10.0, gt=0, doc="min-RTT filter window, s (ProbeRTT when it expires)")
+    probe_rtt_time: float = _meta(0.2, min=0, doc="time at cwnd_min_target in ProbeRTT, s "
+                                                  "(0: no ProbeRTT)")
+    cwnd_min_target: int = _meta(4, min=1, doc="segments, also ProbeRTT's cwnd")
+    full_bw_thresh: float = _meta(1.25, gt=1, doc="Startup continues while the max bandwidth "
+                                                  "grows by this factor per round")
+    full_bw_cnt: int = _meta(3, min=1, doc="rounds without that growth that end Startup")
+    pacing_margin: float = _meta(0.01, min=0, max=0.5, doc="pace this fraction below gain x bw")
+    lt_bw: bool = _meta(True, doc="long-term bandwidth sampling (token-bucket policers)")
+    lt_loss_thresh: float = _meta(0.2, gt=0, max=1, doc="loss ratio that makes an lt interval lossy")
+    lt_bw_max_rtts: int = _meta(48, min=1, doc="rounds the policed rate is used")
+    extra_acked: bool = _meta(True, doc="cwnd allowance for ACK aggregation (extra_acked)")
+    min_tso_rate: float = _meta(1.2e6, min=0, doc="bit/s below which the TSO goal is 1 segment")
+
+
+@dataclass
 class TcpConfig:
     profile: str = _meta("ns2", choices=tuple(PROFILES), doc="preset of the keys below")
     cc: str = _meta("reno", doc="congestion control (register_cc)")
@@ -128,6 +153,7 @@ class TcpConfig:
     vegas: VegasParams = _meta(factory=VegasParams)
     rate: RateParams = _meta(factory=RateParams)
     cubic: CubicParams = _meta(factory=CubicParams)
+    bbr: BbrParams = _meta(factory=BbrParams)
     hook: HookSpec | None = _meta(None)
     explicit: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -153,6 +179,9 @@ class TcpConfig:
         if rec is None:
             raise _err(f"{where}recovery", f"unknown loss recovery {self.recovery!r} "
                        f"(known: {', '.join(sorted(RECOVERY))})")
+        if self.cc == "bbr" and self.recovery != "sack_rack":
+            raise _err(f"{where}recovery", "bbr needs recovery = \"sack_rack\" (Linux's "
+                       "cong_control runs beside SACK/RACK recovery)")
         if rec.needs_sack and not self.sack:
             raise _err(f"{where}recovery", f"{self.recovery!r} needs sack = true")
         if self.ns2_bare_first and self.handshake:
@@ -180,11 +209,20 @@ def _cubic(t):
                         c.hystart_low_window)
 
 
+def _bbr(t):
+    b = t.bbr
+    return _sim().Bbr(b.high_gain, b.cwnd_gain, b.probe_gain, b.bw_rtts, b.min_rtt_win,
+                      b.probe_rtt_time, b.cwnd_min_target, b.full_bw_thresh, b.full_bw_cnt,
+                      b.pacing_margin, b.lt_bw, b.lt_loss_thresh, b.lt_bw_max_rtts,
+                      b.extra_acked, b.min_tso_rate)
+
+
 register_cc("tahoe", lambda t: _sim().Tahoe(), ("ns2",))
 register_cc("reno", lambda t: _sim().Reno() if t.profile == "ns2" else _sim().RenoLinux())
 register_cc("newreno", lambda t: _sim().NewReno(), ("ns2",))
 register_cc("vegas", lambda t: _sim().Vegas(t.vegas.alpha, t.vegas.beta, t.vegas.gamma), ("ns2",))
 register_cc("rate", lambda t: _sim().Rate(t.rate.a, t.rate.b, t.rate.equal, t.rate.tau), ("ns2",))
 register_cc("cubic", _cubic)
+register_cc("bbr", _bbr, ("linux",))
 register_recovery("classic", lambda t: _sim().ClassicRecovery())
 register_recovery("sack_rack", lambda t: _sim().SackRack(t.frto, t.rack), needs_sack=True)

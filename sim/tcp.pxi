@@ -26,6 +26,7 @@ cdef enum:
     TCP_EV_HOOK = 3
     TCP_EV_RESPOND = 4      # request mode: the server application writes its response
     TCP_EV_CLOSE = 5        # request mode: the server application closes the socket
+    TCP_EV_PACE = 6         # pacing: the next segment's departure time has come
 
 cdef enum:
     TMR_RTO = 0             # retransmission timeout
@@ -36,6 +37,19 @@ cdef enum:
     SYN_LINEAR_TIMEOUTS = 4 # Linux tcp_syn_linear_timeouts: SYN retries before backing off
 
 cdef int64_t INFINITE_SEGS = (<int64_t>1) << 60
+
+
+cdef struct AckSample:
+    # What Linux's tcp_ack knows of one ACK when it calls a congestion control's cong_control
+    # (the TCP side of struct rate_sample; the delivery-rate side is the congestion control's)
+    int64_t acked_sacked        # segments newly delivered (cumulatively or by SACK)
+    int64_t losses              # segments newly marked lost
+    int64_t delivered           # tp->delivered: segments delivered on this connection so far
+    int64_t lost                # tp->lost: segments marked lost so far
+    int64_t rtt                 # ns, RTT of the last (S)ACKed segment (-1: none)
+    int64_t prior_in_flight     # segments in flight before the ACK
+    int64_t in_flight           # and after it
+    int ca_state                # CA_* of the recovery after the ACK
 
 
 cdef inline int syn_options(bint ts, bint sack) noexcept:
@@ -102,6 +116,13 @@ cdef class TcpSender(Agent):
     cdef public bint ts_opt, sack_ok            # timestamps option, SACK negotiated
     cdef public int64_t response_delay, close_delay   # request mode: server think times, ns
     cdef public int64_t jiffy_phase             # linux: where the host's jiffies begin, ns
+    # departure-time pacing (Linux's TCP-internal pacing, tcp_output.c), set by the congestion
+    # control (BBR) per connection; off for every other congestion control
+    cdef public bint pacing
+    cdef public int64_t pacing_rate             # bytes of payload per second (0: unpaced)
+    cdef readonly int64_t wstamp                # earliest departure of the next segment, ns
+    cdef int64_t data_segs_out                  # data segments sent on this connection
+    cdef bint pace_armed                        # a TCP_EV_PACE event is pending
     cdef public CongestionOps cc
     cdef public RecoveryOps rec
     cdef public SenderHook hook
@@ -229,6 +250,11 @@ cdef class TcpSender(Agent):
         self.max_packets_out = 0
         self.cwnd_usage_seq = 0
         lrtt_reset(&self.lrtt)
+        self.pacing = False
+        self.pacing_rate = 0
+        self.wstamp = 0
+        self.data_segs_out = 0
+        self.pace_armed = False
         self.xfer = self.sim.new_transfer(self.flow, self.conn, nbytes, now)
         self.sim.transfers[self.xfer].request = self.req_bytes
         self.cc.on_start(self, now)
@@ -251,11 +277,13 @@ cdef class TcpSender(Agent):
 
     cdef int app_limit(self, int64_t avail_segs, int64_t now) except -1:
         """Application-limited sending: only segments below ``avail_segs`` may be sent."""
+        self.cc.on_app_write(self, now)
         self.avail = avail_segs
         self.rec.output(self, now)
 
     cdef int app_append(self, int64_t nseg, int64_t now) except -1:
         """The application hands ``nseg`` more segments to an open unlimited connection."""
+        self.cc.on_app_write(self, now)
         self.avail += nseg
         self.rec.output(self, now)
 
@@ -406,7 +434,33 @@ cdef class TcpSender(Agent):
         self.cc.on_send(self, seg, retx, now)
         if self.hook is not None:
             self.hook.on_send(self, p.payload, retx, now)
+        if self.pacing:
+            self._paced(p.payload, now)
         self._inject(p, now)
+
+    cdef void _paced(self, int64_t payload, int64_t now) noexcept:
+        """tcp_update_skb_after_send: the next departure is ``payload / pacing_rate`` after this
+        one (after now if the sender was idle, with up to half of it credited for the idle
+        time); the first 10 data segments of a connection go unpaced."""
+        cdef int64_t prior = self.wstamp, len_ns, credit
+        if self.wstamp < now:
+            self.wstamp = now
+        if self.pacing_rate > 0 and self.data_segs_out >= 10:
+            len_ns = payload * 1000000000 // self.pacing_rate
+            credit = self.wstamp - prior
+            len_ns -= len_ns // 2 if len_ns // 2 < credit else credit
+            self.wstamp += len_ns
+        self.data_segs_out += 1
+
+    cdef bint pace_wait(self, int64_t now) except -1:
+        """tcp_pacing_check: True while the next departure time lies ahead (the pacing timer is
+        then armed to send again at it)."""
+        if self.wstamp <= now:
+            return False
+        if not self.pace_armed:
+            self.pace_armed = True
+            self.sim.schedule(self.wstamp, self, TCP_EV_PACE, NULL, self.conn)
+        return True
 
     cdef inline int64_t window(self) noexcept:
         cdef int64_t w = <int64_t>self.cwnd
@@ -497,6 +551,11 @@ cdef class TcpSender(Agent):
         elif kind == TCP_EV_CLOSE:
             if arg == self.conn and self.state == TCP_ESTABLISHED:
                 self._close(now)
+        elif kind == TCP_EV_PACE:
+            if arg == self.conn:
+                self.pace_armed = False
+                if self.state == TCP_ESTABLISHED:
+                    self.rec.output(self, now)
 
     cdef int _count_timeout(self) except -1:
         self.sim.flows[self.flow].timeouts += 1
