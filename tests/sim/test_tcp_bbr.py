@@ -177,3 +177,73 @@ def test_bbr_needs_linux_profile_and_sack_rack():
         sim.load_scenario({**base, "tcp": {"cc": "bbr"}})
     with pytest.raises(ScenarioError, match="sack_rack"):
         sim.load_scenario({**base, "tcp": {"profile": "linux", "cc": "bbr", "recovery": "classic"}})
+
+
+# ---- the real kernel: single long flows (data/bbr_single_kernel.json) ----
+
+KERNEL = json.loads((DATA / "bbr_single_kernel.json").read_text())
+
+
+@pytest.fixture(scope="module", params=sorted(KERNEL))
+def single(request, tmp_path_factory):
+    from traceflow.experiments.bbr_timeline import facts, simulate_long_flow
+
+    run = KERNEL[request.param]
+    tl = simulate_long_flow(run["setup"], tmp_path_factory.mktemp(request.param))
+    return request.param, run["kernel"], facts(tl, run["setup"])
+
+
+def test_single_flow_like_the_kernel(single):
+    name, kern, simd = single
+    small = "small" in name
+    # the rate: both fill the bottleneck
+    assert simd["throughput_bps"] == pytest.approx(kern["throughput_bps"], rel=0.03)
+    # Startup (2.89 x) ends and Drain begins at the same time, give or take a round or two
+    assert abs(simd["startup_exit_s"] - kern["startup_exit_s"]) <= 0.25
+    # ProbeRTT: the first after ~10 s, then every 10 s + its 0.2 s + a round or two
+    assert abs(simd["probe_rtt_s"][0] - kern["probe_rtt_s"][0]) <= 0.6
+    for f in (kern, simd):
+        gaps = np.diff(f["probe_rtt_s"])
+        assert 10.1 <= gaps.min() and gaps.mean() <= 11.5
+    # losses: BBR v1 ignores them below ~20 %, so a small buffer keeps dropping a few percent
+    if small:
+        assert 0.5 <= simd["retx_share"] / kern["retx_share"] <= 2.0
+        # steady inflight: pacing at bw, cwnd 2 BDP never reached (the buffer is < 1 BDP)
+        assert simd["inflight_bdp"] == pytest.approx(kern["inflight_bdp"], rel=0.2)
+    else:
+        assert simd["retx_share"] < 0.005 and kern["retx_share"] < 0.005
+        # known gap (docs/bbr.md): the kernel's inflight climbs to its 2 BDP cwnd (a standing
+        # queue: the testbed's user-space relay bunches ACKs, which BBR v1 reads as more
+        # bandwidth); the simulator's smooth ACK clock keeps it near 1-2 BDP
+        assert 1.0 <= simd["inflight_bdp"] <= kern["inflight_bdp"]
+
+
+# ---- the real kernel: devbbr through the expert replay path ----
+
+def _devbbr(tmp_path, span):
+    from conftest import shared_path
+    from traceflow.experiments.testbed_replay import CRITERIA, criteria_rows, format_rows, validate
+
+    result = validate(shared_path("testbed", "devbbr"), tmp_path, span_s=span)
+    # the tolerances: trace mode all five (median transfer times: the stricter 20 % of
+    # testbed_replay), model mode utilization 10 %, loss 25 %, per-bin medians 25 %
+    tolerances = {"trace": CRITERIA["trace"],
+                  "model": {"utilization": 0.10, "loss_rate": 0.25, "fct": 0.25}}
+    for mode, tol in tolerances.items():
+        rows = criteria_rows(result[mode], mode)
+        print(f"\ndevbbr {mode} (first {span} s)\n{format_rows(rows)}")
+        judged = [r for r in rows if r["tolerance"] is not None]
+        assert judged
+        for r in judged:
+            limit = tol[r["criterion"].split(" ")[0]]
+            assert r["error"] <= limit, (mode, r)
+
+
+@pytest.mark.slow
+def test_devbbr_slice_meets_the_criteria(tmp_path):
+    _devbbr(tmp_path, 120.0)
+
+
+@pytest.mark.slow
+def test_devbbr_full_run_meets_the_criteria(tmp_path):
+    _devbbr(tmp_path, None)

@@ -32,7 +32,8 @@ REAL_SERVER_PORT = 9000
 
 def capture_timeline(packets: pl.DataFrame, server_port: int, mss: int) -> pl.DataFrame:
     """The longest connection of a sender-side capture, sampled every ``BIN_S``: ``t`` (s from
-    its first data segment), ``inflight`` (segments, the bin's peak), ``send_bps`` and
+    its first data segment), ``inflight`` (segments, the bin's peak), ``segs`` and ``retx`` (data
+    segments sent, of them retransmissions), ``send_bps`` and
     ``delivery_bps`` (bit/s over ``RATE_WINDOW`` bins)."""
     pk = packets.with_columns(pl.col("ts").cast(pl.Int64).alias("t_ns"))
     port = (pk.filter((pl.col("sport") == server_port) & (pl.col("payload_len") > 0))
@@ -55,30 +56,37 @@ def capture_timeline(packets: pl.DataFrame, server_port: int, mss: int) -> pl.Da
                         pl.col("ack").cum_max().forward_fill().fill_null(0).alias("ack_hi"),
                         ((pl.col("t_ns") - t0) // int(BIN_S * 1e9)).alias("bin")))
     ev = ev.with_columns(pl.max_horizontal(pl.col("ack_hi").clip(upper_bound=pl.col("snd_hi")), 0)
-                         .alias("ack_hi"))
+                         .alias("ack_hi"),
+                         # a data segment ending at or below what was sent before: a retransmission
+                         (pl.col("end") <= pl.col("snd_hi").shift(1).fill_null(0)).alias("retx"))
     per = (ev.group_by("bin").agg(((pl.col("snd_hi") - pl.col("ack_hi")).max() / mss).alias("inflight"),
-                                  pl.col("bytes").sum().alias("sent"), pl.col("ack_hi").max())
+                                  pl.col("bytes").sum().alias("sent"), pl.col("ack_hi").max(),
+                                  pl.col("retx").sum().alias("retx"),
+                                  pl.col("end").is_not_null().sum().alias("segs"))
            .sort("bin"))
     grid = pl.DataFrame({"bin": np.arange(int(per["bin"].max()) + 1)})
     per = (grid.join(per, on="bin", how="left")
-           .with_columns(pl.col("inflight").forward_fill(), pl.col("sent").fill_null(0),
+           .with_columns(pl.col("inflight").forward_fill(),
+                         pl.col("sent", "retx", "segs").fill_null(0),
                          pl.col("ack_hi").forward_fill().fill_null(0)))
     w = RATE_WINDOW * BIN_S
     return per.select(
-        (pl.col("bin") * BIN_S).alias("t"), "inflight",
+        (pl.col("bin") * BIN_S).alias("t"), "inflight", "segs", "retx",
         (pl.col("sent").rolling_sum(RATE_WINDOW, min_samples=1) * 8 / w).alias("send_bps"),
         ((pl.col("ack_hi") - pl.col("ack_hi").shift(RATE_WINDOW).fill_null(0)) * 8 / w)
         .alias("delivery_bps"))
 
 
 def timeline_facts(tl: pl.DataFrame, rate_bps: float, rtt_s: float, wire_bytes: int, mss: int):
-    """What the kernel/simulator comparison asserts: ``startup_exit_s`` (the peak of inflight in
-    the first 3 s: Startup ends there and Drain begins), ``bdp`` (segments), ``inflight_bdp``
+    """What the kernel/simulator comparison asserts: ``startup_exit_s`` (Drain's start: the first
+    time the sending rate, having been above 1.5 x the bottleneck's, falls below 0.6 x it; Startup
+    paces at 2.89 x bw, Drain at 0.35 x), ``bdp`` (segments), ``inflight_bdp``
     (median steady inflight from 3 s to the last second, ProbeRTT excluded, over the BDP),
-    ``probe_rtt_s`` (start of each ProbeRTT episode), ``throughput_bps`` (payload)."""
+    ``probe_rtt_s`` (start of each ProbeRTT episode), ``throughput_bps`` (payload), ``retx_share``
+    (retransmitted data segments / data segments sent)."""
     bdp = rate_bps * rtt_s / 8 / wire_bytes
-    early = tl.filter(pl.col("t") < 3.0)
-    startup = float(early["t"][int(early["inflight"].arg_max())])
+    fast = tl.filter(pl.col("send_bps") > 1.5 * rate_bps)["t"].min()
+    startup = float(tl.filter((pl.col("t") > fast) & (pl.col("send_bps") < 0.6 * rate_bps))["t"].min())
     low = (tl["inflight"] <= PROBE_RTT_MAX).to_numpy() & (tl["t"] > startup + 1.0).to_numpy()
     starts, run = [], 0
     for i, flag in enumerate(low):
@@ -91,35 +99,42 @@ def timeline_facts(tl: pl.DataFrame, rate_bps: float, rtt_s: float, wire_bytes: 
     return {"startup_exit_s": startup, "bdp": round(bdp, 2),
             "inflight_bdp": round(float(steady["inflight"].median()) / bdp, 3),
             "probe_rtt_s": starts, "throughput_bps": round(float(tl["delivery_bps"].mean())),
-            "duration_s": round(end, 3)}
+            "duration_s": round(end, 3),
+            "retx_share": round(float(tl["retx"].sum()) / float(tl["segs"].sum()), 4)}
 
 
 def run_params(run_dir):
-    """``(rate bit/s, buffer bytes, rtt s, mss, size bytes)`` of a single-flow testbed run."""
+    """The set-up of a single-flow testbed run: ``rate`` (bit/s), ``buffer`` (bytes), ``rtt`` (s),
+    ``mss`` (payload bytes), ``size`` (bytes of the download)."""
     from traceflow.values import parse_rate
 
     p = json.loads((Path(run_dir) / "params.json").read_text())
-    mss = int(p["mtu"]) - 40 - 12 * int(p.get("timestamps", 1))
-    return parse_rate(p["rate"]), int(p["buffer"]), float(p["rtt"][0]) / 1e3, mss, int(p["cap"])
+    return {"rate": parse_rate(p["rate"]), "buffer": int(p["buffer"]),
+            "rtt": float(p["rtt"][0]) / 1e3,
+            "mss": int(p["mtu"]) - 40 - 12 * int(p.get("timestamps", 1)), "size": int(p["cap"])}
+
+
+def facts(tl, setup):
+    """:func:`timeline_facts` for the set-up of :func:`run_params`."""
+    return timeline_facts(tl, setup["rate"], setup["rtt"], setup["mss"] + 52 + 14, setup["mss"])
 
 
 def kernel_timeline(run_dir):
     from traceflow.experiments.testbed_replay import _capture
     from traceflow.pcap.reader import read_packets
 
-    mss = run_params(run_dir)[3]
     pk = pl.from_arrow(read_packets(_capture(Path(run_dir), "server_side")))
-    return capture_timeline(pk, REAL_SERVER_PORT, mss)
+    return capture_timeline(pk, REAL_SERVER_PORT, run_params(run_dir)["mss"])
 
 
-def simulate_long_flow(run_dir, out_dir, seed=1, cc="bbr"):
-    """The run's download replayed by the simulator (linux profile, ``cc``) on the testbed's
-    topology: HTB at the run's rate (1600-byte burst, 14 bytes of Ethernet counted), a bfifo of
-    its buffer, half the RTT each way; returns the sender-side timeline."""
+def simulate_long_flow(setup, out_dir, seed=1, cc="bbr"):
+    """The download of ``setup`` (:func:`run_params`) replayed by the simulator (linux profile,
+    ``cc``) on the testbed's topology: HTB at its rate (1600-byte burst, 14 bytes of Ethernet
+    counted), a bfifo of its buffer, half the RTT each way; returns the sender-side timeline."""
     import traceflow.sim as sim
     from traceflow.pcap.reader import read_packets
 
-    rate, buf, rtt, mss, size = run_params(run_dir)
+    rate, buf, rtt, mss, size = (setup[k] for k in ("rate", "buffer", "rtt", "mss", "size"))
     out_dir = Path(out_dir)
     table = pl.DataFrame({"start": [0], "size": [size], "request": [len(b"%d\n" % size)]})
     sc = {"simulation": {"duration": size * 8 / rate * 1.5 + 10, "seed": seed, "mss": mss},
@@ -167,18 +182,23 @@ def main(argv=None):
     ap.add_argument("runs", nargs="+")
     ap.add_argument("-o", "--out", default="docs/img")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--facts", help="also write the kernel runs' set-ups and facts to this JSON")
     a = ap.parse_args(argv)
+    kernel = {}
     for run in a.runs:
-        rate, buf, rtt, mss, _ = run_params(run)
+        setup = run_params(run)
         kern = kernel_timeline(run)
         with tempfile.TemporaryDirectory() as tmp:
-            simd = simulate_long_flow(run, tmp, seed=a.seed)
-        facts = {who: timeline_facts(tl, rate, rtt, mss + 52 + 14, mss)
-                 for who, tl in (("kernel", kern), ("sim", simd))}
+            simd = simulate_long_flow(setup, tmp, seed=a.seed)
+        both = {who: facts(tl, setup) for who, tl in (("kernel", kern), ("sim", simd))}
         name = Path(run).name
-        print(name, json.dumps(facts))
-        plot(kern, simd, f"BBR, one flow: {rate / 1e6:g} Mbit/s, {buf} B buffer, RTT {rtt * 1e3:g} ms",
-             Path(a.out) / f"bbr_{name}.png", facts["kernel"]["bdp"])
+        kernel[name] = {"setup": setup, "kernel": both["kernel"]}
+        print(name, json.dumps(both))
+        plot(kern, simd, f"BBR, one flow: {setup['rate'] / 1e6:g} Mbit/s, {setup['buffer']} B "
+             f"buffer, RTT {setup['rtt'] * 1e3:g} ms", Path(a.out) / f"bbr_{name}.png",
+             both["kernel"]["bdp"])
+    if a.facts:
+        Path(a.facts).write_text(json.dumps(kernel, indent=1) + "\n")
 
 
 if __name__ == "__main__":
