@@ -81,7 +81,8 @@ MIN_EPISODES = 3
 MIN_GROWTH_DEN = 6.0
 #: held ratio (window after an episode over the window before; geometric mean) at or above
 #: which a sender does not reduce on loss (BBR); measured over the long connections of the
-#: first 120 s of the shared runs, either side: BBR 1.05-1.07, Reno and CUBIC 0.50-0.70
+#: shared runs (whole, and their first 120 s), either side: BBR 1.01-1.07, Reno and CUBIC
+#: 0.49-0.70
 NO_REDUCTION = 0.86
 #: each loss-based family's reduction factor (RFC 5681, RFC 9438 / Linux 717/1024) and growth
 #: between losses (segments per round trip: Reno one; CUBIC's Reno-friendly region
@@ -96,14 +97,14 @@ EVIDENCE_HALF = 3
 #: CUBIC too under the fq qdisc (not on the testbed's hosts)
 PACING_ONLY = 0.5
 
-#: the per-connection row :func:`reduce_connections` returns (name -> Polars dtype): data
-#: segments; the vantage point and whether timestamps gave the flight; loss episodes (fast
+#: the per-connection row :func:`reduce_connections` returns (name -> Polars dtype): the
+#: connection id (as given; only :func:`connection_table` reads it), data segments; the vantage point and whether timestamps gave the flight; loss episodes (fast
 #: recovery) and timeouts; the median reduction factor and the episodes it is read from; the
 #: growth between episodes as a pooled slope's numerator and denominator (segments per round
 #: trip = num / den); the held ratios (:func:`_held`) as the sum of their logarithms and
 #: their count (geometric mean = exp(sum / count)); the share of
 #: back-to-back departures (sender side); the largest window
-ROW = {"segments": pl.Int64, "vantage": pl.Utf8, "timestamps": pl.Boolean, "episodes": pl.Int64,
+ROW = {"conn": pl.Int64, "segments": pl.Int64, "vantage": pl.Utf8, "timestamps": pl.Boolean, "episodes": pl.Int64,
        "timeouts": pl.Int64, "beta": pl.Float64, "beta_n": pl.Int64, "growth_num": pl.Float64,
        "growth_den": pl.Float64, "held_log": pl.Float64, "held_n": pl.Int64,
        "burst_share": pl.Float64, "window_max": pl.Float64}
@@ -129,7 +130,7 @@ def reduce_connections(conn, ts_s, sender, rel_seq, rel_ack, payload_len, *, tsv
     rows = []
     for a, b in zip(starts[counts >= MIN_SEGMENTS], ends[counts >= MIN_SEGMENTS]):
         sl = slice(a, b)
-        rows.append(_connection(
+        rows.append({"conn": int(conn[a])} | _connection(
             np.asarray(ts_s[sl], float), np.asarray(sender[sl], bool),
             np.asarray(rel_seq[sl], np.int64), np.asarray(rel_ack[sl], np.int64),
             np.asarray(payload_len[sl], np.int64),
@@ -290,9 +291,10 @@ def _growth(window, episodes):
 
 
 def _reductions(window, episodes, growth):
-    """The reduction factor of each episode (an array): the window of the first round after
-    the one where recovery ended (the new threshold) over the window at the loss, i.e. the
-    largest flight of the round before the first retransmission plus one round's ``growth``.
+    """The reduction factor of each episode (an array): the new threshold, i.e. the window of
+    the first round after the one where recovery ended less the ``growth`` within that round,
+    over the window at the loss, i.e. the largest flight of the round before the first
+    retransmission plus one round's ``growth``.
     Left out: timeouts, the connection's first episode (the end of slow start, when the
     window of the round before is half the one that overflowed), windows at the loss below
     :data:`MIN_BETA_WINDOW`; none without a growth."""
@@ -445,6 +447,26 @@ def aggregate(rows):
     found, confidence = _decide(paced, tested.height, pooled["held"], n_held, pooled["beta"],
                                 n_beta, pooled["growth"])
     return found, (confidence if found else None), evidence
+
+
+def connection_table(packets):
+    """Each long connection of a packets table (read whole) with its data sender (``server``:
+    address, ``port``), its :data:`ROW` and its own ``label`` and ``confidence``
+    (:func:`label`): the per-connection view of what :func:`aggregate` pools."""
+    from traceflow.flows.hosts import _reduced, connections
+    from traceflow.pcap.addresses import address_strings
+
+    df = connections(packets)
+    rows = _reduced(df)["cc"] if df.height else pl.DataFrame(schema=ROW)
+    labels = [label(row) for row in rows.iter_rows(named=True)]
+    senders = (df.filter(pl.col("sender")).group_by("conn")
+               .agg(server=pl.col("src").first(), port=pl.col("sport").first())
+               if df.height else pl.DataFrame(schema={"conn": pl.Int64, "server": pl.Binary,
+                                                      "port": pl.UInt16}))
+    return (rows.with_columns(label=pl.Series([x[0] for x in labels], dtype=pl.Utf8),
+                              confidence=pl.Series([x[1] for x in labels], dtype=pl.Float64))
+            .join(senders.with_columns(address_strings(senders["server"])), on="conn",
+                  how="left"))
 
 
 def quality(found, evidence):
