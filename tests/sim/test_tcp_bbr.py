@@ -239,7 +239,6 @@ def _devbbr(tmp_path, span):
             assert r["error"] <= limit, (mode, r)
 
 
-@pytest.mark.slow
 def test_devbbr_slice_meets_the_criteria(tmp_path):
     _devbbr(tmp_path, 120.0)
 
