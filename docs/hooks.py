@@ -1,0 +1,177 @@
+"""MkDocs hook: pages generated from the code at build time, so they cannot drift from it.
+
+``<!-- generated: model-fields -->`` becomes the fields of :class:`traceflow.models.model.Model`
+(recursively, with types, defaults and the comments beside each field in model.py), and
+``<!-- generated: scenario-keys -->`` the scenario keys of :mod:`traceflow.sim.scenario` (types,
+defaults, bounds and ``doc`` from each field's ``meta()``), with the parameters of every
+registered queue discipline and sender hook. A field someone adds appears on the next build.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import typing
+from pathlib import Path
+
+_FIELD = re.compile(r"^\s+(\w+)\s*:\s*[^=#]+?(?:=.*?)?(?:#\s*(?P<comment>.*))?$")
+
+
+def _type_name(tp) -> str:
+    text = tp if isinstance(tp, str) else getattr(tp, "__name__", None) or repr(tp)
+    return re.sub(r"\b(?:typing|traceflow\.[\w.]+)\.", "", str(text)).replace("|", "\\|")
+
+
+def _hints(cls) -> dict:
+    """``cls``'s field annotations, resolved where its module can resolve them."""
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:  # a name only a type checker imports: keep that annotation's text
+        return {}
+
+
+def _cell(text) -> str:
+    """``text`` made safe for a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _comments(cls) -> dict[str, str]:
+    """Each field's comment in ``cls``'s source: the ``# ...`` after it, or the ``#:`` lines
+    above it."""
+    out, above = {}, []
+    for line in inspect.getsource(cls).splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#:"):
+            above.append(stripped[2:].strip())
+            continue
+        m = _FIELD.match(line)
+        if m and ":" in stripped and not stripped.startswith(("def ", "return", "class ")):
+            out[m.group(1)] = " ".join(above + ([m["comment"]] if m["comment"] else []))
+        above = [] if not stripped.startswith("#") else above
+    return out
+
+
+def _default(f) -> str:
+    if f.default is not dataclasses.MISSING:
+        return f"`{f.default!r}`"
+    if f.default_factory is not dataclasses.MISSING:
+        try:
+            value = f.default_factory()
+        except TypeError:
+            return ""
+        return "" if dataclasses.is_dataclass(value) else f"`{value!r}`"
+    return "required"
+
+
+def _nested(tp):
+    """The dataclass inside an annotation (``Tail | None``, ``list[Traffic]``), or None."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    for arg in typing.get_args(tp):
+        inner = _nested(arg)
+        if inner is not None:
+            return inner
+    return None
+
+
+def _doc(cls) -> str:
+    doc = inspect.getdoc(cls) or ""
+    return "" if doc.startswith(cls.__name__ + "(") else doc  # dataclasses' generated signature
+
+
+def model_fields() -> str:
+    from traceflow.models import model
+
+    lines, seen = [], set()
+
+    def table(cls, prefix):
+        if cls in seen:
+            return
+        seen.add(cls)
+        hints = _hints(cls)
+        notes = _comments(cls)
+        lines.extend([f"### `{prefix or 'model.json'}` ({cls.__name__})", "", _doc(cls), "",
+                      "| field | type | default | meaning |", "|---|---|---|---|"])
+        later = []
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            tp = hints.get(f.name, f.type)
+            lines.append(f"| `{f.name}` | {_type_name(tp)} | {_default(f)} | "
+                         f"{_cell(notes.get(f.name, ''))} |")
+            inner = _nested(tp)
+            if inner is not None:
+                later.append((inner, f"{prefix}.{f.name}" if prefix else f.name))
+        lines.append("")
+        for inner, path in later:
+            table(inner, path)
+
+    table(model.Model, "")
+    return "\n".join(lines)
+
+
+def scenario_keys() -> str:
+    from traceflow.sim import scenario
+
+    lines, seen = [], set()
+
+    def table(cls, prefix, title=None):
+        if cls in seen:
+            return
+        seen.add(cls)
+        hints = _hints(cls)
+        lines.extend([f"### {title or f'`[{prefix}]`'}", "", _doc(cls), "",
+                      "| key | type | default | bounds | meaning |", "|---|---|---|---|---|"])
+        later = []
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            md = f.metadata
+            bounds = ", ".join(f"{k} {md[k]!r}" for k in ("min", "max", "gt", "choices")
+                               if md.get(k) is not None)
+            tp = hints.get(f.name, f.type)
+            lines.append(f"| `{f.name}` | {_type_name(tp)} | {_default(f)} | {_cell(bounds)} | "
+                         f"{_cell(md.get('doc', ''))} |")
+            inner = _nested(tp)
+            if inner is not None:
+                later.append((inner, f"{prefix}.{f.name}" if prefix else f.name))
+        lines.append("")
+        for inner, path in later:
+            table(inner, path)
+
+    for f in dataclasses.fields(scenario.Scenario):
+        inner = _nested(_hints(scenario.Scenario).get(f.name))
+        if inner is not None:
+            table(inner, f.name, f"`[[{f.name}]]`" if f.name == "traffic" else None)
+    lines += ["## Queue disciplines (`queue = {kind = ...}`)", ""]
+    for kind, reg in sorted(scenario.QUEUES.items()):
+        table(reg.params, f"queue:{kind}",
+              f"`kind = \"{kind}\"`")
+    lines += ["## Sender hooks (`hook = {kind = ...}`)", ""]
+    for kind, reg in sorted(scenario.HOOKS.items()):
+        table(reg.params, f"hook:{kind}",
+              f"`kind = \"{kind}\"`")
+    return "\n".join(lines)
+
+
+GENERATED = {"<!-- generated: model-fields -->": model_fields,
+             "<!-- generated: scenario-keys -->": scenario_keys}
+
+
+def on_page_markdown(markdown, page, config, files):
+    for marker, make in GENERATED.items():
+        if marker in markdown:
+            markdown = markdown.replace(marker, make())
+    return markdown
+
+
+#: pages other work adds: listed at the end of the navigation once they exist
+OPTIONAL_PAGES = {"bbr.md": "BBR validation", "scale.md": "Scaling"}
+
+
+def on_config(config):
+    docs = Path(config["docs_dir"])
+    for page, title in OPTIONAL_PAGES.items():
+        if (docs / page).exists():
+            config["nav"].append({title: page})
+    return config
