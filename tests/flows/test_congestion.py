@@ -113,6 +113,24 @@ def test_the_streamed_fit_reads_the_same(runs):
     assert streamed.congestion_control_evidence == whole.congestion_control_evidence
 
 
+def test_fit_prints_and_writes_the_family(runs, tmp_path):
+    """`traceflow fit` says what it found, with its confidence, and model.json carries it."""
+    from conftest import invoke
+    from traceflow.models.model import Model
+
+    _, packets = runs("devbbr")
+    source = tmp_path / "server_60s.parquet"
+    t0 = packets["server_side"]["ts"].cast(pl.Int64).min()
+    packets["server_side"].filter(pl.col("ts").cast(pl.Int64) < t0 + 60 * 10**9).write_parquet(
+        source)
+    res = invoke("fit", source, "-o", tmp_path / "m.json")
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stdout.splitlines() if x.startswith("congestion control:"))
+    assert line.startswith("congestion control: bbr (confidence ")
+    hosts = Model.load(tmp_path / "m.json").hosts
+    assert hosts.congestion_control == "bbr" and hosts.congestion_control_confidence > 0.5
+
+
 def test_real_captures_cannot_tell_or_label_with_evidence():
     """Public captures (mostly short web flows, no sender-side loss history): no crash; no
     label without connections of 100 data segments, and none without loss episodes or a
