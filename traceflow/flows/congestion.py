@@ -47,6 +47,15 @@ departures follow the previous one within a hundredth of the mean gap. BBR paces
 at gain x bandwidth, so none do once Startup is over. Behind the bottleneck every flow leaves at
 the bottleneck's pace, so pacing is only read at the sender side.
 
+**Validation** (``tests/flows/test_congestion.py``, real Linux 6.18 kernels): the six shared
+testbed runs, each capture, whole and their first 120 s, are all labelled right, with reduction
+factors 0.43-0.52 (Reno) and 0.58-0.78 (CUBIC), growth 0.84-0.93 (Reno) and 0.28-0.45 (CUBIC)
+segments per round trip, held ratios 1.01-1.07 (BBR) and 0.49-0.70 (the others), and 100 % of
+BBR's and 0 % of the others' sender-side connections paced; 10 more kernel runs (single long BBR
+flows at 1.5 and 10 Mbit/s, Reno, CUBIC and BBR at 10 Mbit/s and 60 ms, three RTT classes
+without timestamps) are right from the server side and right or "cannot tell" (no timestamps,
+or no loss) from the client side; the public captures of short web flows give "cannot tell".
+
 Units: times in seconds, windows in segments.
 """
 from __future__ import annotations
