@@ -79,79 +79,70 @@ def _doc(cls) -> str:
     return "" if doc.startswith(cls.__name__ + "(") else doc  # dataclasses' generated signature
 
 
-def model_fields() -> str:
-    from traceflow.models import model
+class _Tables:
+    """Markdown tables of a dataclass and, after it, of each dataclass its fields hold.
 
-    lines, seen = [], set()
+    ``columns``: the header names after ``type | default``; ``cells(cls, field)``: their values;
+    ``title(cls, path)``: a table's heading."""
 
-    def table(cls, prefix):
-        if cls in seen:
+    def __init__(self, columns, cells, title):
+        self.columns, self.cells, self.title = columns, cells, title
+        self.lines, self.seen = [], set()
+
+    def add(self, cls, path, title=None):
+        if cls in self.seen:
             return
-        seen.add(cls)
+        self.seen.add(cls)
         hints = _hints(cls)
-        notes = _comments(cls)
-        lines.extend([f"### `{prefix or 'model.json'}` ({cls.__name__})", "", _doc(cls), "",
-                      "| field | type | default | meaning |", "|---|---|---|---|"])
+        self.lines.extend([f"### {title or self.title(cls, path)}", "", _doc(cls), "",
+                           "| " + " | ".join(["field", "type", "default", *self.columns]) + " |",
+                           "|---" * (len(self.columns) + 3) + "|"])
         later = []
         for f in dataclasses.fields(cls):
             if not f.init:
                 continue
             tp = hints.get(f.name, f.type)
-            lines.append(f"| `{f.name}` | {_type_name(tp)} | {_default(f)} | "
-                         f"{_cell(notes.get(f.name, ''))} |")
+            cells = [_cell(c) for c in self.cells(cls, f)]
+            self.lines.append(f"| `{f.name}` | {_type_name(tp)} | {_default(f)} | "
+                              + " | ".join(cells) + " |")
             inner = _nested(tp)
             if inner is not None:
-                later.append((inner, f"{prefix}.{f.name}" if prefix else f.name))
-        lines.append("")
-        for inner, path in later:
-            table(inner, path)
+                later.append((inner, f"{path}.{f.name}" if path else f.name))
+        self.lines.append("")
+        for inner, sub in later:
+            self.add(inner, sub)
 
-    table(model.Model, "")
-    return "\n".join(lines)
+
+def model_fields() -> str:
+    from traceflow.models import model
+
+    tables = _Tables(["meaning"], lambda cls, f: [_comments(cls).get(f.name, "")],
+                     lambda cls, path: f"`{path or 'model.json'}` ({cls.__name__})")
+    tables.add(model.Model, "")
+    return "\n".join(tables.lines)
+
+
+def _bounds(md) -> str:
+    return ", ".join(f"{k} {md[k]!r}" for k in ("min", "max", "gt", "choices")
+                     if md.get(k) is not None)
 
 
 def scenario_keys() -> str:
     from traceflow.sim import scenario
 
-    lines, seen = [], set()
-
-    def table(cls, prefix, title=None):
-        if cls in seen:
-            return
-        seen.add(cls)
-        hints = _hints(cls)
-        lines.extend([f"### {title or f'`[{prefix}]`'}", "", _doc(cls), "",
-                      "| key | type | default | bounds | meaning |", "|---|---|---|---|---|"])
-        later = []
-        for f in dataclasses.fields(cls):
-            if not f.init:
-                continue
-            md = f.metadata
-            bounds = ", ".join(f"{k} {md[k]!r}" for k in ("min", "max", "gt", "choices")
-                               if md.get(k) is not None)
-            tp = hints.get(f.name, f.type)
-            lines.append(f"| `{f.name}` | {_type_name(tp)} | {_default(f)} | {_cell(bounds)} | "
-                         f"{_cell(md.get('doc', ''))} |")
-            inner = _nested(tp)
-            if inner is not None:
-                later.append((inner, f"{prefix}.{f.name}" if prefix else f.name))
-        lines.append("")
-        for inner, path in later:
-            table(inner, path)
-
+    tables = _Tables(["bounds", "meaning"],
+                     lambda cls, f: [_bounds(f.metadata), f.metadata.get("doc", "")],
+                     lambda cls, path: f"`[{path}]`")
     for f in dataclasses.fields(scenario.Scenario):
         inner = _nested(_hints(scenario.Scenario).get(f.name))
         if inner is not None:
-            table(inner, f.name, f"`[[{f.name}]]`" if f.name == "traffic" else None)
-    lines += ["## Queue disciplines (`queue = {kind = ...}`)", ""]
-    for kind, reg in sorted(scenario.QUEUES.items()):
-        table(reg.params, f"queue:{kind}",
-              f"`kind = \"{kind}\"`")
-    lines += ["## Sender hooks (`hook = {kind = ...}`)", ""]
-    for kind, reg in sorted(scenario.HOOKS.items()):
-        table(reg.params, f"hook:{kind}",
-              f"`kind = \"{kind}\"`")
-    return "\n".join(lines)
+            tables.add(inner, f.name, f"`[[{f.name}]]`" if f.name == "traffic" else None)
+    for heading, registry in (("Queue disciplines (`queue = {kind = ...}`)", scenario.QUEUES),
+                              ("Sender hooks (`hook = {kind = ...}`)", scenario.HOOKS)):
+        tables.lines += [f"## {heading}", ""]
+        for kind, reg in sorted(registry.items()):
+            tables.add(reg.params, kind, f"`kind = \"{kind}\"`")
+    return "\n".join(tables.lines)
 
 
 GENERATED = {"<!-- generated: model-fields -->": model_fields,
