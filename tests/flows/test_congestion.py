@@ -4,7 +4,6 @@ bottleneck, must be labelled right where it holds connections of 100 data segmen
 "cannot tell" otherwise, never wrong; the measured reduction factor, growth, held ratio and
 pacing must be the families' (Reno 0.5 and one segment per round trip, RFC 5681; CUBIC 0.7,
 RFC 9438 / Linux 717/1024; BBR none tied to loss and paced, Linux tcp_bbr.c)."""
-import json
 import os
 from pathlib import Path
 

@@ -107,13 +107,15 @@ EVIDENCE_HALF = 3
 PACING_ONLY = 0.5
 
 #: the per-connection row :func:`reduce_connections` returns (name -> Polars dtype): the
-#: connection id (as given; only :func:`connection_table` reads it), data segments; the vantage point and whether timestamps gave the flight; loss episodes (fast
-#: recovery) and timeouts; the median reduction factor and the episodes it is read from; the
-#: growth between episodes as a pooled slope's numerator and denominator (segments per round
-#: trip = num / den); the held ratios (:func:`_held`) as the sum of their logarithms and
-#: their count (geometric mean = exp(sum / count)); the share of
-#: back-to-back departures (sender side); the largest window
-ROW = {"conn": pl.Int64, "segments": pl.Int64, "vantage": pl.Utf8, "timestamps": pl.Boolean, "episodes": pl.Int64,
+#: connection id (as given; only :func:`connection_table` reads it); data segments; the
+#: vantage point and whether timestamps gave the flight; loss episodes (fast recovery) and
+#: timeouts; the median reduction factor and the episodes it is read from; the growth between
+#: episodes as a pooled slope's numerator and denominator (segments per round trip =
+#: num / den); the held ratios (:func:`_held`) as the sum of their logarithms and their count
+#: (geometric mean = exp(sum / count)); the share of back-to-back departures (sender side);
+#: the largest window
+ROW = {"conn": pl.Int64, "segments": pl.Int64, "vantage": pl.Utf8, "timestamps": pl.Boolean,
+       "episodes": pl.Int64,
        "timeouts": pl.Int64, "beta": pl.Float64, "beta_n": pl.Int64, "growth_num": pl.Float64,
        "growth_den": pl.Float64, "held_log": pl.Float64, "held_n": pl.Int64,
        "burst_share": pl.Float64, "window_max": pl.Float64}
@@ -420,9 +422,12 @@ def aggregate(rows):
     tell) without a signal. The label comes from the pooled evidence (:func:`_decide`):
     pacing by the connections tested, the held ratio as the geometric mean over every
     episode, the reduction factor as the median of the connections' medians weighted by
-    their episodes, the growth as one slope over every interval. ``evidence`` (name -> number) holds those pooled values (those measured), the
-    episodes and timeouts, the connections reduced and how many each per-connection
-    :func:`label` gave each family (``connections_<family>``, ``connections_unknown``)."""
+    their episodes, the growth as one slope over every interval. ``evidence`` (name ->
+    number) holds those pooled values (those measured), the episodes and timeouts, the
+    connections reduced (``connections``; ``flight_visible``: those whose flight the capture
+    shows) and how many each per-connection :func:`label` gave each family
+    (``connections_<family>``, ``connections_unknown``), the share of pacing-tested
+    connections that were paced, and the share whose flight came through timestamps."""
     evidence = {"connections": 0.0}
     if rows is None or rows.height == 0:
         return None, None, evidence
