@@ -240,7 +240,6 @@ def _print_claims(root, as_json):
         click.echo(f"claim {r['claim']:>2} [{r['source']}]: {word[r['holds']]} in these runs; "
                    f"{r['state']} ({r['reason']}). Paper: {r['paper']}; ns-2: {r['ns-2']}; "
                    f"ours: {r['ours']}")
-    counts = {}
-    for r in rows:
-        counts[r["state"]] = counts.get(r["state"], 0) + 1
-    click.echo("; ".join(f"{n} {state}" for state, n in counts.items()))
+    from traceflow.report.claims import STATES
+    counts = [(sum(r["state"] == state for r in rows), state) for state in STATES]
+    click.echo("; ".join(f"{n} {state}" for n, state in counts if n))

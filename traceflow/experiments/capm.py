@@ -429,9 +429,11 @@ def fairness(spec, out_dir, *, quick=False, executor="local", workers=None, sche
              near(k[1] / k[0], paper["k2"] / paper["k1"], tol_k) if "k1" in paper else None,
              f"agree = within a factor {tol_k:g}: aggregate 2 (larger flows) is more responsive"),
         _row("λ₁ demand, pkt/s", paper.get("rate1"), round(demand1[0], 0),
-             near(demand1[0], paper.get("rate1"), 1.25), "agree = within 25 %"),
+             near(demand1[0], paper.get("rate1"), 1.1),
+             "agree = within 10 % (a stated quantity, issue 45); no source model reaches both "
+             "(traceflow.experiments.sensitivity.ks_sources)"),
         _row("λ₂ demand, pkt/s", paper.get("rate2"), round(demand1[1], 0),
-             near(demand1[1], paper.get("rate2"), 1.25), "agree = within 25 %"),
+             near(demand1[1], paper.get("rate2"), 1.1), "agree = within 10 %"),
         _row("DropTail loss at the overload", paper.get("loss_droptail"), round(p_total, 4),
              near(p_total, paper.get("loss_droptail"), 2.0),
              f"agree = within a factor 2; sources scaled ×{scale:.2f} to {doubled[0][0]} + "

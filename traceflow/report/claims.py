@@ -363,17 +363,21 @@ STATUS = {
                    "1997's timers (tick 0.1, window 20; replays/setups.toml, pending) are not run"),
     2: (NS2_AGREES, "10 kB is flat in ns-2 on the same file sizes too (5.9 vs 6.4 %); caveat: "
                     "same idle calibration as claim 1"),
-    4: (NS2_AGREES, "judged two-sided: under moderate congestion Reno's c.o.v. is 1-2.5 % below "
-                    "Poisson (era timers: see the closing note), not 'noticeably' above; ns-2 on the "
-                    "same set-up gives -1 to +1 % at 38 clients"),
+    4: (NS2_AGREES, "judged two-sided on ns of 2000's timers: below 38 clients nothing is lost "
+                    "and every TCP is within 2.5 % of Poisson; at 38 clients Reno +0.282 and "
+                    "Reno+delack +0.172 (seed 1) but Vegas +0.004, Reno/RED +0.030, Vegas/RED "
+                    "+0.004 are not 'noticeably' above (> +0.1); ns-2 on the same set-up (seeds "
+                    "1-2): no TCP above +0.100 (Reno +0.029, Reno/RED +0.100)"),
     8: (NS2_AGREES, "the model vs ns-2's Reno correlates 0.629 (ours 0.598), x2.24 at heavy load"),
     10: (NS2_AGREES, "the aggregate collapses at A = 160 in ns-2 too (167 / 176 pkt/s of 4500)"),
     11: (UNDECIDABLE, "the paper's sources cannot be rebuilt from its text: no source model "
-                      "(persistent or a new connection per flow, window 20-1000, ns of 2003) "
                       "reaches lambda1 = 5234 and lambda2 = 4547 pkt/s within 10 % together "
-                      "(setups.toml 'experiment.persistent'); K2/K1 follows the demands"),
-    12: (UNDECIDABLE, "no buffer in [25, 500] packets gives the stated 4 % DropTail loss at a "
-                      "full link with the stated sources (1.2-3.0 %, utilization falling to 63 %)"),
+                      "(sensitivity.ks_sources, ns of 2003: persistent 8514-8875 / 3514-3825, a "
+                      "new connection per flow 1386-3057 / 2985-6611, window 20-1000); on the "
+                      "era set-up K1 274.8, K2 344.9 (K2/K1 1.25, paper 7.6)"),
+    12: (UNDECIDABLE, "no buffer in [25, 500] packets gives the stated ~4 % DropTail loss at a "
+                      "full link with the stated sources (at most 2.3 % at utilization >= 0.95; "
+                      "3.0-7.6 % only at 48-68 %); on the era set-up 1.1 %, decreases 47.6 / 42.2 %"),
     13: (UNDECIDABLE, "eqs. 16-17 act on claim 11's K and demands"),
     14: (UNDECIDABLE, "the shape holds (flat within 8.4 % to 81 %); the level is claim 11's"),
     15: (NS2_AGREES, "the DropTail ratios are bimodal (phase effect) in both simulators; ns-2 19.9 "

@@ -115,7 +115,8 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     # ns-2's DropTail queue-limit counts the packet in transmission too
     subprocess.run(["ns", str(FENG_STAR), f"clients={n}", f"background={background}",
                     f"transport={transport}", f"duration={duration}", "warmup=0", f"seed={seed}",
-                    f"bneck_rate={bneck_bps / 1e6}Mb", f"limit={limit + 1}", f"tick={tick}", "minrto=0.2",
+                    f"bneck_rate={bneck_bps / 1e6}Mb", f"limit={limit + 1}", f"tick={tick}",
+                    "minrto=0.2", "rtxcur_init=3.0",
                     f"singledup={int(limited_transmit)}", f"step={step}", f"sched_dir={sched}",
                     f"qtrace={trace}", f"tick_phases={phases}"],
                    capture_output=True, text=True, check=True, timeout=300)
@@ -130,9 +131,9 @@ def star_departures(tmp_path, protocols, *, bneck_bps, limit, duration, seed, st
     # gateway arrival later than ns-2 does, which orders exact ties otherwise)
     delay = spec["topology"]["access"]["delay"]
     sc["topology"]["links"] = {f"c{i}-gw": {"delay": delay + i * step} for i in range(n)}
-    # the packet-level harness keeps a 0.2 s RTO floor in both (its ticks go down to 0.1 ms,
-    # where two ticks would leave the RTO to the estimator alone)
-    sc["tcp"].update(tick=tick, min_rto=0.2, limited_transmit=limited_transmit)
+    # the packet-level harness keeps ns-2.35's timers in both (0.2 s RTO floor, first RTO 3 s),
+    # not the replay's era: its ticks go down to 0.1 ms
+    sc["tcp"].update(tick=tick, min_rto=0.2, init_rto=3.0, limited_transmit=limited_transmit)
     built = Built(sim.load_scenario(sc), tmp_path)
     built.finalize_sizes()
     phase = [float(v) for v in phases.read_text().split()]

@@ -9,7 +9,7 @@
 # departed bytes per bin (one number per line) to series=FILE.
 array set P {
   clients 32 rate 1.5Mb buffer 6000 access 10Mb delay 15ms pkt 1000 window 20 iw 1
-  minrto 0.2 tick 0.1 idle 0.4 duration 10000 bin 0.01 seed 1 sizes_dir . series series.txt
+  minrto 0.2 tick 0.1 idle 0.82 duration 10000 bin 0.01 seed 1 sizes_dir . series series.txt
 }
 source [file join [file dirname [info script]] common.tcl]
 # the bottleneck buffer in bytes: drop when the waiting bytes plus the packet exceed buffer
