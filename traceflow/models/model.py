@@ -222,11 +222,12 @@ class Hosts:
     #: the senders' congestion control family read from the capture
     #: (:mod:`traceflow.flows.congestion`): "reno", "cubic", "bbr", or None when the capture
     #: cannot tell (then ``quality["congestion_control"]`` says why and the replay keeps its
-    #: profile's); a confidence in [0, 1]; the evidence (name -> number: the long connections
-    #: and how each was labelled, loss episodes, the pooled reduction factor, growth per round
-    #: trip, held ratio, share of paced senders)
+    #: profile's)
     congestion_control: str | None = None
+    #: how far the evidence supports it, in [0, 1] (None: cannot tell)
     congestion_control_confidence: float | None = None
+    #: name -> number: the long connections and how each was labelled, loss episodes, the
+    #: pooled reduction factor, growth per round trip, held ratio, share of paced senders
     congestion_control_evidence: dict[str, float] = field(default_factory=dict)
 
 
