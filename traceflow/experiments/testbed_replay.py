@@ -32,6 +32,11 @@ CRITERIA = {
               "hurst_wavelet": 0.05},
     "model": {"utilization": 0.35, "loss_rate": 0.35, "fct": 0.35},
 }
+#: the one-capture defaults path (issue 43: ``traceflow fit CAPTURE``, then ``traceflow replay``
+#: with nothing else), judged alike in both modes: the KS distance against the larger of 0.1 and
+#: the 5 % critical value of the sample sizes
+DEFAULTS_CRITERIA = {"utilization": 0.10, "loss_rate": 0.25, "fct": 0.25, "rtt_ks": 0.10,
+                     "hurst_wavelet": 0.05}
 #: the installed ``traceflow.replays`` package (a checkout's replays/ is not there when installed)
 SCENARIO = Path(str(files("traceflow.replays").joinpath("replay_testbed.toml")))
 
@@ -68,9 +73,14 @@ def _capture(run_dir, side):
     return gz if gz.exists() else run_dir / f"{side}.pcap"
 
 
-def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1, overrides=()):
-    """Fit, replay in each mode and compare; returns ``{"model": Model, mode: comparison}``
-    (comparisons as :func:`traceflow.compare.compare` returns them)."""
+def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1, overrides=(),
+             defaults=False):
+    """Fit, replay in each mode and compare; returns ``{"fitted": Model, mode: comparison}``
+    (comparisons as :func:`traceflow.compare.compare` returns them). ``defaults``: the
+    one-capture path of a user who knows nothing of the network — the model fitted to the
+    client-side capture alone and replayed without a scenario, overrides or seed (the bottleneck,
+    the hosts and the congestion control from the model); else the expert path (end hosts from
+    the server side, the run's rate, buffer and congestion control given)."""
     from traceflow import compare as C
     from traceflow.models.fit import fit
     from traceflow.flows import flows
@@ -80,30 +90,30 @@ def validate(run_dir, out_dir, *, span_s=None, modes=("trace", "model"), seed=1,
 
     out_dir = Path(out_dir)
     params, client, server = read_run(run_dir, span_s)
-    model = fit(client, hosts_from=server)
+    model = fit(client, hosts_from=None if defaults else server)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save(out_dir / "model.json")
-    sets = run_overrides(params) + list(overrides)
+    sets = (list(overrides) if defaults else run_overrides(params) + list(overrides))
     measured = C.analytics_from_packets(client, source=str(run_dir), kind="capture")
     measured.queue_loss = queue_loss(server, client)
-    out = {"model": model}
+    out = {"fitted": model}
     for mode in modes:
         source = (synack_queued(client, flows(client), model.link.capacity_bps)
                   if mode == "trace" else model)
-        run = replay(source, out_dir / mode, model=model, scenario=SCENARIO, overrides=sets,
-                     seed=seed, duration_s=span_s)
+        run = replay(source, out_dir / mode, model=model, scenario=None if defaults else SCENARIO,
+                     overrides=sets, seed=None if defaults else seed, duration_s=span_s)
         predicted = C.load_side(out_dir / mode)
         measured.capacity_bps = predicted.capacity_bps = run.summary["bottleneck_rate_bps"]
         out[mode] = C.compare(measured, predicted)
     return out
 
 
-def criteria_rows(result, mode):
-    """The criteria of ``mode`` for one comparison: one row per criterion (FCT: one per judged
-    size bin, plus the bins too small to judge, unjudged), with measured, predicted, error,
-    tolerance and pass."""
+def criteria_rows(result, mode, criteria=None):
+    """The criteria of ``mode`` (or ``criteria``, a dict like :data:`CRITERIA`'s) for one
+    comparison: one row per criterion (FCT: one per judged size bin, plus the bins too small to
+    judge, unjudged), with measured, predicted, error, tolerance and pass."""
     rows = []
-    for name, tol in CRITERIA[mode].items():
+    for name, tol in (criteria or CRITERIA[mode]).items():
         m = result["metrics"][name]
         if name != "fct":
             # a KS distance: within the tolerance or what the sample sizes resolve
