@@ -251,3 +251,14 @@ def test_levels_direction_equals_tshark_selection(tmp_path):
     everything = json.loads(invoke("levels", SAMPLE, *args).stdout)
     assert ours["condprob"] == theirs["condprob"] and ours["edges"] == theirs["edges"]
     assert ours["edges"] != everything["edges"]
+
+
+def test_values_that_cannot_be_computed_print_n_a(tmp_path):
+    """A 300-packet capture has no Hurst estimate: fit prints n/a, as its JSON holds null."""
+    short = first_packets(tmp_path, 300)
+    res = invoke("fit", short, "-o", tmp_path / "m.json")
+    assert res.exit_code == 0, res.output
+    assert "nan" not in res.stdout
+    hurst = json.loads((tmp_path / "m.json").read_text())["hurst"]
+    shown = [line for line in res.stdout.splitlines() if line.startswith("Hurst: ")][0]
+    assert shown == "Hurst: " + ", ".join(f"{k} n/a" for k, v in hurst.items() if v is None)
