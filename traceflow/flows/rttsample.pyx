@@ -6,7 +6,22 @@ capture sees going toward a host and closed by the first packet that host sends 
 
 - **Timestamps** (RFC 7323, as pping does): the first packet carrying a new TSval opens a sample;
   the first packet of the other direction whose TSecr equals that TSval closes it (first echo
-  only; TSvals the host never echoes are dropped when a later one is echoed).
+  only; TSvals the host never echoes are dropped when a later one is echoed). Only round trips
+  count (Karn's rule for timestamps; ePPing skips pure ACKs the same way):
+
+  - a sample opens only at a segment that elicits an immediate ACK (payload, SYN, FIN), not at a
+    pure ACK (the host echoes it whenever it next sends, seconds later) nor a retransmission;
+  - a retransmission drops every pending TSval of its direction: whatever answers next may answer
+    the retransmission yet echo an older TSval (a SYN/ACK echoes the first SYN);
+  - the echo closes nothing if its ACK does not cover the opening segment (a duplicate ACK may
+    echo an earlier pure ACK's equal TSval), if it is a retransmission, if it starts beyond the
+    sequence space its direction has shown (the capture missed earlier packets, one of which may
+    have been the first echo), or if it ends a silence of its host longer than the host's RTO
+    (the RTO timer may have sent it, a retransmission whose original the capture never saw,
+    echoing a stale ``TS.Recent``). The RTO is RFC 6298's from the half's samples so far (``srtt +
+    4 rttvar``, at least ``min_rto_ns``); before the first, ``initial_rto_ns`` for a SYN or a
+    connection whose handshake the capture missed, else ``min_rto_ns`` (the host's handshake
+    passed untimed: its RTO is unknown, and the smallest one is assumed).
 - **Sequence numbers** (packets without the timestamp option, as tcptrace does): a segment
   occupying sequence space (payload, SYN, FIN) opens a sample that the first ACK of the other
   direction covering its end closes (a RST/ACK too: a closed port answers at once); an ACK
@@ -38,6 +53,13 @@ cdef uint16_t ACK = 0x10
 
 cdef uint8_t SEEN = 1        # last_raw/last_rel hold the direction's latest sequence number
 cdef uint8_t HAS_TSVAL = 2   # last_tsval holds the newest TSval opened in the direction
+cdef uint8_t SENT_SYN = 4    # the direction's SYN (or SYN/ACK) was seen
+
+#: RFC 6298 section 2.1: the RTO before any sample (also Linux's TCP_TIMEOUT_INIT), ns
+INITIAL_RTO_NS = 1_000_000_000
+#: the smallest RTO floor of common stacks (Linux's TCP_RTO_MIN; RFC 6298 says 1 s), ns: a
+#: timer never fires sooner, so a shorter silence is never taken for one
+MIN_RTO_NS = 200_000_000
 
 #: ``kind`` of a sample
 TIMESTAMP, SEQUENCE = 0, 1
@@ -61,13 +83,19 @@ cdef class RttSampler:
     ``max_ns``: samples longer than this (clock glitches; use the flow idle timeout) or negative
     are dropped. ``timestamps``: False ignores the timestamp option, so every packet is sampled
     by sequence numbers (tcptrace's and Wireshark's ``tcp.analysis.ack_rtt`` rule).
+    ``initial_rto_ns``, ``min_rto_ns``: the RTO bounds of the silence rule (module docstring).
     """
-    cdef readonly int64_t max_ns
+    cdef readonly int64_t max_ns, initial_rto_ns, min_rto_ns
     cdef readonly bint timestamps
     cdef int64_t n_slots, n_nodes, free_node, n_used   # n_used: nodes in the lists
     # per connection direction, slot k = 2 * conn + direction
     cdef object _slot_arrays
     cdef int64_t[:] last_rel
+    # the direction's last packet time and RFC 6298 state of its timestamp samples (ns; srtt 0:
+    # no sample yet)
+    cdef int64_t[:] last_t, srtt, rttvar
+    # the end of the highest sequence space the direction's packets occupied (relative)
+    cdef int64_t[:] high
     # FIFO list l = 2 * slot + (0 pending TSvals, 1 pending segment ends): first and last node
     cdef int64_t[:] head, tail
     cdef uint32_t[:] last_raw, last_tsval
@@ -76,9 +104,13 @@ cdef class RttSampler:
     # the sample, next node
     cdef object _node_arrays
     cdef int64_t[:] node_key, node_t, node_pkt, node_next
+    cdef int64_t[:] node_end     # a TSval's: the end of the segment that opened it (relative)
 
-    def __init__(self, int64_t max_ns, bint timestamps=True):
+    def __init__(self, int64_t max_ns, bint timestamps=True,
+                 int64_t initial_rto_ns=INITIAL_RTO_NS, int64_t min_rto_ns=MIN_RTO_NS):
         self.max_ns = max_ns
+        self.initial_rto_ns = initial_rto_ns
+        self.min_rto_ns = min_rto_ns
         self.timestamps = timestamps
         self.n_slots = self.n_nodes = self.n_used = 0
         self.free_node = -1
@@ -88,6 +120,8 @@ cdef class RttSampler:
     cdef _grow_slots(self, int64_t capacity):
         specs = [("head", np.int64, -1, 2), ("tail", np.int64, -1, 2),
                  ("last_rel", np.int64, 0, 1), ("last_raw", np.uint32, 0, 1),
+                 ("last_t", np.int64, 0, 1), ("srtt", np.int64, 0, 1),
+                 ("rttvar", np.int64, 0, 1), ("high", np.int64, 0, 1),
                  ("last_tsval", np.uint32, 0, 1), ("state", np.uint8, 0, 1)]
         new = {name: np.full(per * capacity, fill, dtype=dt) for name, dt, fill, per in specs}
         if self.n_slots:
@@ -97,11 +131,14 @@ cdef class RttSampler:
         self.n_slots = capacity
         self.head, self.tail = new["head"], new["tail"]
         self.last_rel = new["last_rel"]
+        self.last_t, self.srtt, self.rttvar = new["last_t"], new["srtt"], new["rttvar"]
+        self.high = new["high"]
         self.last_raw, self.last_tsval = new["last_raw"], new["last_tsval"]
         self.state = new["state"]
 
     cdef _grow_nodes(self, int64_t capacity):
-        new = {name: np.zeros(capacity, dtype=np.int64) for name in ("key", "t", "pkt", "next")}
+        new = {name: np.zeros(capacity, dtype=np.int64)
+               for name in ("key", "t", "pkt", "next", "end")}
         if self.n_nodes:
             for name, values in self._node_arrays.items():
                 new[name][:self.n_nodes] = values
@@ -113,13 +150,16 @@ cdef class RttSampler:
         self.n_nodes = capacity
         self.node_key, self.node_t = new["key"], new["t"]
         self.node_pkt, self.node_next = new["pkt"], new["next"]
+        self.node_end = new["end"]
 
-    cdef inline void _push(self, int64_t l, int64_t key, int64_t t, int64_t pkt) noexcept nogil:
+    cdef inline void _push(self, int64_t l, int64_t key, int64_t t, int64_t pkt,
+                           int64_t end) noexcept nogil:
         # a free node exists: :meth:`_feed` grows the pool before its loop
         cdef int64_t node = self.free_node
         self.free_node = self.node_next[node]
         self.n_used += 1
         self.node_key[node] = key
+        self.node_end[node] = end
         self.node_t[node] = t
         self.node_pkt[node] = pkt
         self.node_next[node] = -1
@@ -148,6 +188,10 @@ cdef class RttSampler:
                 while self.head[l] >= 0:
                     self._pop(l)
             self.last_rel[k] = 0
+            self.last_t[k] = 0
+            self.srtt[k] = 0
+            self.rttvar[k] = 0
+            self.high[k] = 0
             self.last_raw[k] = 0
             self.last_tsval[k] = 0
             self.state[k] = 0
@@ -192,7 +236,7 @@ cdef class RttSampler:
         cdef int64_t[:] o_rtt = out["rtt"]
         cdef uint8_t[:] o_kind = out["kind"]
         cdef Py_ssize_t m = 0
-        cdef int64_t c, k, o, t, a, rtt, opened, opener, occupied, need
+        cdef int64_t c, k, o, t, a, rtt, opened, opener, opened_end, occupied, need, rto
         cdef uint8_t d, kind
         cdef uint16_t f
         cdef uint32_t x
@@ -225,6 +269,7 @@ cdef class RttSampler:
 
                 # 1. does this packet close a sample opened in the other direction?
                 opened = -1
+                occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
                 if f & ACK:
                     if use_ts:
                         x = tsecr[i]
@@ -235,7 +280,23 @@ cdef class RttSampler:
                                 and <uint32_t>self.node_key[self.head[2 * o]] == x):
                             opened = self.node_t[self.head[2 * o]]
                             opener = self.node_pkt[self.head[2 * o]]
+                            opened_end = self.node_end[self.head[2 * o]]
                             self._pop(2 * o)                   # first echo only
+                            if self.srtt[k] == 0:
+                                # the RTO before any sample, unless the host's handshake passed
+                                # untimed (end 1: the opener is a SYN at relative 0)
+                                rto = (self.initial_rto_ns if opened_end == 1
+                                       or not (self.state[k] & SENT_SYN) else self.min_rto_ns)
+                            else:
+                                rto = self.srtt[k] + 4 * self.rttvar[k]
+                                if rto < self.min_rto_ns:
+                                    rto = self.min_rto_ns
+                            a = opened if opened > self.last_t[k] else self.last_t[k]
+                            if (retrans[i] or t - a > rto
+                                    or self.last_rel[o] + <int32_t>(ack[i] - self.last_raw[o])
+                                    < opened_end
+                                    or (self.state[k] & SEEN and rel[i] > self.high[k])):
+                                opened = -1                    # a stale TS.Recent
                         kind = by_ts
                     elif self.state[o] & SEEN:
                         a = self.last_rel[o] + <int32_t>(ack[i] - self.last_raw[o])
@@ -256,23 +317,42 @@ cdef class RttSampler:
                         o_rtt[m] = rtt
                         o_kind[m] = kind
                         m += 1
+                        if kind == by_ts:                      # RFC 6298 section 2.3
+                            if self.srtt[k] == 0:
+                                self.srtt[k] = rtt if rtt > 0 else 1
+                                self.rttvar[k] = rtt // 2
+                            else:
+                                a = self.srtt[k] - rtt if self.srtt[k] > rtt else rtt - self.srtt[k]
+                                self.rttvar[k] += (a - self.rttvar[k]) // 4
+                                self.srtt[k] += (rtt - self.srtt[k]) // 8
 
                 # 2. what does it ask the other side to answer?
                 if use_ts:
                     x = tsval[i]
-                    if not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x):
-                        self._push(2 * k, x, t, frame[i])
+                    if retrans[i]:
+                        # its host waited an RTO for an answer: whatever it now gets may answer
+                        # the retransmission yet echo an older TSval (a SYN/ACK echoes the
+                        # first SYN), so every pending TSval of the direction is ambiguous
+                        while self.head[2 * k] >= 0:
+                            self._pop(2 * k)
+                    elif occupied > 0 and (
+                            not (self.state[k] & HAS_TSVAL) or _before(self.last_tsval[k], x)):
+                        self._push(2 * k, x, t, frame[i], rel[i] + occupied)
                         self.last_tsval[k] = x
                         self.state[k] |= HAS_TSVAL
                 else:
-                    occupied = payload[i] + (1 if f & SYN else 0) + (1 if f & FIN else 0)
                     if retrans[i]:
                         while self.head[2 * k + 1] >= 0:     # Karn's rule
                             self._pop(2 * k + 1)
                     elif occupied > 0:
-                        self._push(2 * k + 1, rel[i] + occupied, t, frame[i])
+                        self._push(2 * k + 1, rel[i] + occupied, t, frame[i], 0)
                 self.last_raw[k] = seq[i]
                 self.last_rel[k] = rel[i]
+                self.last_t[k] = t
+                if f & SYN:
+                    self.state[k] |= SENT_SYN
+                if not (self.state[k] & SEEN) or rel[i] + occupied > self.high[k]:
+                    self.high[k] = rel[i] + occupied
                 self.state[k] |= SEEN
         # copies of the samples' rows: views would keep the batch-long arrays alive for as long
         # as a caller holds the samples of its open connections
