@@ -21,9 +21,12 @@ INPUT_PATTERNS = CAPTURE_PATTERNS + ("*.parquet",)
 def flows_of_file(path, idle_timeout=300.0, partitions=1):
     """The flow table of one capture or packets Parquet file; the task :func:`flows_dataset`
     maps over the input files (top level, so worker processes can import it)."""
+    import polars as pl
+
     from traceflow.flows import flows
 
-    return flows(path, idle_timeout=idle_timeout, partitions=partitions)
+    table = flows(path, idle_timeout=idle_timeout, partitions=partitions)
+    return table.with_columns(pl.col("start", "end").dt.replace_time_zone("UTC"))  # instants
 
 
 def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor="local",
