@@ -52,7 +52,7 @@ def alpha(tmp_path_factory):
 
 def _ranged(table, cuts, idle):
     ranges = row_ranges(table, table.num_rows, 0, cuts)
-    parts = [range_part((r, idle, True, 1 << 14, i == len(ranges) - 1))
+    parts = [range_part((r, idle, True, 1 << 14, i == len(ranges) - 1, None))
              for i, r in enumerate(ranges)]
     return parts, merge_ranges(parts, idle_timeout=idle, timestamps=True)
 

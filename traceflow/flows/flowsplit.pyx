@@ -42,10 +42,10 @@ cdef enum:
 # Per-pair state of the pair's open connection (columns of ``_p``).
 PAIR_FIELDS = ("used", "port_a", "port_b", "proto", "ip_version", "pair_ts", "conn", "start",
                "end", "first_fwd", "client_fwd", "t_syn", "t_synack", "t_ack", "t_data1",
-               "t_data2", "cause", "has_ports", "head")
+               "t_data2", "cause", "has_ports", "head", "syn_opened")
 cdef enum:
     P_USED, P_PA, P_PB, P_PROTO, P_IPVER, P_PAIR_TS, P_CONN, P_START, P_END, P_FIRST_FWD, \
-        P_CLIENT, P_T_SYN, P_T_SA, P_T_ACK, P_T_D1, P_T_D2, P_CAUSE, P_HAS_PORTS, P_HEAD, NP
+        P_CLIENT, P_T_SYN, P_T_SA, P_T_ACK, P_T_D1, P_T_D2, P_CAUSE, P_HAS_PORTS, P_HEAD, P_SYN_OPENED, NP
 # Per-direction state, row 2 * pair + direction (1 = sent by the pair's smaller endpoint "a").
 DIR_FIELDS = ("seen", "base", "last_seq", "pos", "occ_set", "occ_max", "data_set", "data_lo",
               "data_hi", "packets", "bytes", "payload", "frame_bytes", "syn", "synack", "fin",
@@ -215,7 +215,9 @@ cdef class FlowSplitter:
     continue one open before the range, since no idle gap separates them from it. A packet whose
     ``force`` column (optional) is 1 starts a new connection whatever the rules (``cause`` 3):
     the border connections of the ranges are stitched by feeding them again, each starting where
-    its range found it start.
+    its range found it start. ``syn_opened`` = 1: the connection's first packet is a TCP SYN
+    without ACK (its ISN is then the base of its direction: whether it would have replaced a
+    connection open before the range is decided from that connection's row).
 
     ``max_rows``: finished connections' rows held until :meth:`finished` hands them out. When
     they fill it (an expiry sweep too, which resumes where it stopped), :meth:`feed` stops with
@@ -581,6 +583,7 @@ cdef class FlowSplitter:
                             self._emit(q, False)
                         self._start(q, t, dd, ipver[i], why, has_ports[i])
                         self.p[q, P_HEAD] = head
+                        self.p[q, P_SYN_OPENED] = is_tcp[i] and (f & (SYN | ACK)) == SYN
                     if split or t - self.p[q, P_PAIR_TS] <= self.idle_ns:
                         self.p[q, P_PAIR_TS] = t
                     self.p[q, P_END] = t

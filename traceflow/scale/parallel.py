@@ -109,7 +109,7 @@ class _NoBar:
 
 
 def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retries=0,
-               label=None, progress=True, done=0, total=None):
+               label=None, progress=True, done=0, total=None, pool=False):
     """Run ``fn(item)`` for every item; yield an :class:`Outcome` per task as each finishes.
 
     Failures do not stop the other tasks: a task that still raises after ``retries`` retries is
@@ -117,6 +117,7 @@ def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, ret
     earlier run (a resumed sweep). ``label`` names the tasks in the progress bar and in Dask keys.
     The warnings of tasks run in other processes are issued again here, each text once (tasks
     that read the same input, such as the hash partitions of one capture, warn alike).
+    ``pool``: run the tasks in worker processes even when there is one worker or one task.
     """
     items = list(items)
     check_executor(executor, workers, scheduler)
@@ -124,7 +125,7 @@ def iter_tasks(fn, items, *, executor="local", workers=None, scheduler=None, ret
     remote = True
     if executor == "dask":
         outcomes = _iter_dask(_Warned(fn), items, workers, scheduler, retries, label)
-    elif (workers or default_workers()) == 1 or len(items) <= 1:
+    elif not pool and ((workers or default_workers()) == 1 or len(items) <= 1):
         outcomes, remote = _iter_inline(fn, items, retries), False
     else:
         outcomes = _iter_pool(_Warned(fn), items, workers or default_workers(), retries)
@@ -158,24 +159,44 @@ class _Warned:
 
 
 def map_tasks(fn, items, *, executor="local", workers=None, scheduler=None, retries=0,
-              label=None, progress=True, user_errors=False):
+              label=None, progress=True, user_errors=False, first_here=False):
     """``[fn(item) for item in items]`` on the chosen executor; results in the order of ``items``.
 
     Raises :class:`TaskError` if a task still fails after ``retries`` retries (the other tasks are
     cancelled); with ``user_errors``, a task's own :class:`TraceflowError` (a bad input) is
     raised as its one-line message, as the task run in this process would (for the passes one
-    command splits over workers).
+    command splits over workers). ``first_here``: with the local executor and several workers,
+    the first task runs in this process while the others run in ``workers`` - 1 worker
+    processes (one process fewer to start, and the first result needs no copy).
     """
     items = list(items)
+    workers = workers or (default_workers() if executor == "local" else None)
+    if first_here and executor == "local" and workers > 1 and len(items) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as thread:   # it only waits for the worker processes
+            rest = thread.submit(_map_outcomes, fn, items[1:], dict(
+                workers=workers - 1, retries=retries, label=label, progress=False, pool=True),
+                                 user_errors, label, 1)
+            first = fn(items[0])
+            return [first, *rest.result()]
+    return _map_outcomes(fn, items, dict(executor=executor, workers=workers,
+                                         scheduler=scheduler, retries=retries, label=label,
+                                         progress=progress), user_errors, label)
+
+
+def _map_outcomes(fn, items, options, user_errors, label, offset=0):
+    """:func:`map_tasks` 's results from :func:`iter_tasks` (``options``); a failed task's
+    index is reported ``offset`` further on."""
     results = [None] * len(items)
-    outcomes = iter_tasks(fn, items, executor=executor, workers=workers, scheduler=scheduler,
-                          retries=retries, label=label, progress=progress)
+    outcomes = iter_tasks(fn, items, **options)
     with contextlib.closing(outcomes):
         for outcome in outcomes:
             if not outcome.ok:
                 if user_errors and outcome.user_error:
                     raise TraceflowError(outcome.error)
-                raise TaskError(outcome, label)
+                raise TaskError(dataclasses.replace(outcome, index=outcome.index + offset),
+                                label)
             results[outcome.index] = outcome.value
     return results
 

@@ -147,7 +147,7 @@ class RangeStream(FlowStream):
 
     def __init__(self, *, idle_timeout, timestamps, first_frame=1, head=False, border=False):
         super().__init__(idle_timeout=idle_timeout, timestamps=timestamps,
-                         keep_fields=(*_BORDER_FIELDS, *_PAIR[:-1]))
+                         keep_fields=(*_BORDER_FIELDS, "first_fwd", *_PAIR[:-1]))
         self.rows = first_frame - 1
         self.head = head
         self.border = border
@@ -172,11 +172,9 @@ class RangeStream(FlowStream):
 
     def _packets(self, done, out):
         fresh = out["fresh"].view(np.bool_)
-        self.firsts.append(pl.DataFrame({"conn": out["conn"][fresh],
-                                         "first_frame": done["frame"].to_numpy()[fresh]}))
+        self.firsts.append((out["conn"][fresh], done["frame"].to_numpy()[fresh]))
         if self.border:
-            self.kept.append(done.drop("sweep", "pos").with_columns(
-                conn=pl.Series(out["conn"], dtype=pl.Int64)))
+            self.kept.append(done.drop("sweep", "pos").hstack([pl.Series("conn", out["conn"])]))
             self.kept_rows += done.height
 
     def _collect(self):
@@ -198,31 +196,35 @@ class RangeStream(FlowStream):
         ``first_frame`` (after :meth:`finish`)."""
         schema = {**{c: t for c, t in FLOW_SCHEMA.items() if c != "flow_id"},
                   "conn": pl.Int64, "client_is_a": pl.Boolean,
-                  **{c: pl.Int64 for c in _BORDER_FIELDS},
+                  **{c: pl.Int64 for c in _BORDER_FIELDS}, "first_fwd": pl.Boolean,
                   **{c: pl.UInt64 for c in _PAIR[:4]}, "port_a": pl.UInt16, "port_b": pl.UInt16}
         rows = (pl.concat(self.waiting, how="vertical") if self.waiting
                 else pl.DataFrame(schema=schema))
-        firsts = (pl.concat(self.firsts) if self.firsts
-                  else pl.DataFrame(schema={"conn": pl.Int64, "first_frame": pl.Int64}))
+        firsts = pl.DataFrame({
+            "conn": np.concatenate([c for c, _ in self.firsts] or [np.zeros(0, np.int64)]),
+            "first_frame": np.concatenate([f for _, f in self.firsts]
+                                          or [np.zeros(0, np.int64)])})
         return rows.join(firsts, on="conn", how="left")
 
 
 #: the splitter's row fields a range keeps: which connections may touch a border, and their
 #: endpoint pair (unordered: the a/b sides of the kernel)
-_BORDER_FIELDS = ("head", "at_end", "cause")
+_BORDER_FIELDS = ("head", "at_end", "cause", "syn_opened", "seen_a", "seen_b", "base_a",
+                  "base_b")
 _PAIR = ("a_hi", "a_lo", "b_hi", "b_lo", "port_a", "port_b", "proto")
 
 
 def range_part(task):
     """One worker's range (a task of :func:`range_flows`, top level so worker processes can
     import it): a dict with ``rows`` (its finished connections' flow rows with ``first_frame``;
-    ``head``, ``tail``, ``cause``, the endpoint pair and ``conn`` for the border candidates),
-    ``packets`` (the prepared packets of the border candidates, in capture order, with
-    ``conn``), the range's first and last timestamps (ns), ``monotone`` and ``trace_end``
+    ``head``, ``tail``, the endpoint pair, ``conn`` and the splitter's row fields
+    :data:`_BORDER_FIELDS` for the border candidates), ``packets`` (the prepared packets of
+    the border candidates, in capture order, with ``conn``; with ``spool``, a directory, the
+    Arrow IPC file under it that holds them), the range's first and last timestamps (ns), ``monotone`` and ``trace_end``
     (its last IP packet's timestamp)."""
     from traceflow.scale.prefetch import Prefetch
 
-    r, idle_timeout, timestamps, batch_size, last = task
+    r, idle_timeout, timestamps, batch_size, last, spool = task
     stream = RangeStream(idle_timeout=idle_timeout, timestamps=timestamps,
                          first_frame=r.first_frame, head=r.index > 0, border=True)
     with Prefetch(stream.prepare(b) for b in _range_batches(r, batch_size)) as ready:
@@ -232,12 +234,16 @@ def range_part(task):
     rows = stream.flow_rows().with_columns(tail=(pl.col("at_end") == 1) & (not last),
                                            head=pl.col("head") == 1)
     candidate = pl.col("head") | pl.col("tail")
-    keys = [*_BORDER_FIELDS, *_PAIR[:-1], "conn", "tail"]
+    keys = [*_BORDER_FIELDS, *_PAIR[:-1], "conn", "tail", "first_fwd"]
     rows = rows.with_columns(pl.when(candidate).then(pl.col(c)).alias(c) for c in keys)
     conns = rows.filter(candidate)["conn"]
     packets = None
     if conns.len() and stream.kept:
         packets = pl.concat(stream.kept).filter(pl.col("conn").is_in(conns.implode()))
+        if spool is not None:   # the merge reads back only the connections it feeds again
+            path = Path(spool) / f"range-{r.index}.arrow"
+            packets.write_ipc(path)
+            packets = str(path)
     return {"rows": rows, "packets": packets, "first_ts": stream.first_ts,
             "last_ts": stream.prev_ts, "monotone": stream.monotone,
             "trace_end": stream.trace_end}
@@ -252,19 +258,33 @@ def _stitched(parts, idle_ns):
     previous range ends with a connection of its pair (a tail) whose last packet is within
     the idle timeout before the group's first: those groups and tails are *matched*, and fed
     again, the head groups as they come (the rules decide), every other connection fed again
-    afresh (it started after an idle gap or by a new ISN in its range)."""
+    afresh (it started after an idle gap or by a new ISN in its range). A group that opens
+    with a SYN whose ISN differs from the base of its direction in the latest such tail
+    (itself no head connection, so its row is the one-pass connection's) replaces that tail's
+    connection in one pass too (a new ISN): not matched."""
     rows = pl.concat([p["rows"].filter(pl.col("conn").is_not_null())
-                      .select("conn", "head", "tail", "cause", *_PAIR, "start", "end",
-                              range=pl.lit(k, pl.Int64)) for k, p in enumerate(parts)])
+                      .select("conn", "head", "tail", *_BORDER_FIELDS[2:], "first_fwd", *_PAIR,
+                              "start", "end", range=pl.lit(k, pl.Int64))
+                      for k, p in enumerate(parts)])
     pair = list(_PAIR)
     heads = rows.filter("head").sort("range", *pair, "conn").with_columns(
         group=pl.when(pl.col("cause") == 0).then(pl.col("conn")).forward_fill()
         .over("range", *pair, order_by="conn"))
     starts = heads.filter(pl.col("conn") == pl.col("group"))
-    tails = rows.filter("tail").select(*pair, t_range="range", t_conn="conn", t_end="end")
+    tails = rows.filter("tail").select(*pair, t_range="range", t_conn="conn", t_end="end",
+                                       t_head="head", t_seen_a="seen_a", t_seen_b="seen_b",
+                                       t_base_a="base_a", t_base_b="base_b")
     near = starts.join(tails, on=pair, how="inner", nulls_equal=True).filter(
         (pl.col("t_range") < pl.col("range"))
         & ((pl.col("start") - pl.col("t_end")).dt.total_nanoseconds() <= idle_ns))
+
+    def side(name):   # the value of the direction the group's first packet was sent in
+        return pl.when("first_fwd").then(pl.col(f"{name}_a")).otherwise(pl.col(f"{name}_b"))
+
+    latest = near.filter(pl.col("t_range") == pl.col("t_range").max().over("range", "group"))
+    new_isn = latest.filter((pl.col("syn_opened") == 1) & ~pl.col("t_head")
+                            & (side("t_seen") == 1) & (side("t_base") != side("base")))
+    near = near.join(new_isn.select("range", "group"), on=["range", "group"], how="anti")
     matched_groups = near.select("range", "group").unique()
     matched_tails = near.select(range="t_range", conn="t_conn").unique()
     in_group = heads.join(matched_groups, on=["range", "group"], how="semi")
@@ -293,7 +313,11 @@ def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS):
         if p["packets"] is not None and mine.height:
             firsts = p["rows"].join(mine, on="conn").select(
                 "conn", frame="first_frame", force=pl.col("force").cast(pl.UInt8))
-            packets = p["packets"].join(mine.select("conn"), on="conn", how="semi").join(
+            packets = p["packets"]
+            packets = (pl.scan_ipc(packets) if isinstance(packets, str)
+                       else packets.lazy())
+            packets = packets.join(mine.lazy().select("conn"), on="conn", how="semi").collect()
+            packets = packets.join(
                 firsts, on=["conn", "frame"], how="left", maintain_order="left").with_columns(
                 pl.col("force").fill_null(0)).drop("conn")
             for batch in packets.iter_slices(batch_size):
@@ -327,9 +351,15 @@ def range_flows(source, *, ranges=None, workers=2, idle_timeout=300.0, timestamp
     ranges = plan_ranges(source, workers) if ranges is None else ranges
     if len(ranges) < 2:
         return None
-    tasks = [(r, idle_timeout, timestamps, batch_size, i == len(ranges) - 1)
-             for i, r in enumerate(ranges)]
-    parts = map_tasks(range_part, tasks, executor=executor, workers=workers,
-                      scheduler=scheduler, progress=False, user_errors=True, label="ranges")
-    return merge_ranges(parts, idle_timeout=idle_timeout, timestamps=timestamps,
-                        batch_size=batch_size)
+    import tempfile
+
+    # on this machine the candidates' packets wait in files (the merge reads back the few it
+    # feeds again); a Dask worker sends them back with its result
+    with tempfile.TemporaryDirectory(prefix="traceflow-ranges-") as spool:
+        tasks = [(r, idle_timeout, timestamps, batch_size, i == len(ranges) - 1,
+                  None if executor == "dask" else spool) for i, r in enumerate(ranges)]
+        parts = map_tasks(range_part, tasks, executor=executor, workers=workers,
+                          scheduler=scheduler, progress=False, user_errors=True, label="ranges",
+                          first_here=True)
+        return merge_ranges(parts, idle_timeout=idle_timeout, timestamps=timestamps,
+                            batch_size=batch_size)
