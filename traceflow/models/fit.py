@@ -51,7 +51,7 @@ LONG_LIVED_PACKETS = 50  # Wu & Nikolaidis: flows of >= 50 packets are long-live
 FLOW_COLUMNS = ["proto", "client_addr", "client_port", "server_addr", "server_port",
                 "start", "end", "packets", "payload_bytes_c2s", "payload_bytes_s2c",
                 "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",
-                "rtt_handshake", "rtt_min", "retransmissions"]
+                "rtt_handshake", "rtt_min", "retransmissions", "syn_count", "synack_count"]
 #: what synack_queued, path_rtt and transfers read of the flows (the table they pass on)
 _TRANSFER_INPUT = ["proto", "client_addr", "server_addr", "start", "duration", "packets",
                    "app_bytes_c2s", "app_bytes_s2c", "handshake", "close", "rtt_syn", "rtt_ack",

@@ -21,8 +21,8 @@ sits on (:class:`~traceflow.models.model.Network`).
 - **Burst** (:meth:`Spacing.burst`): a token-bucket shaper lets a burst through at line rate
   after the link was idle, then a packet after part of a service time: the zero gaps that follow
   idle gaps and the partial gap after them give the bucket's depth.
-- **Side**: ``downstream`` when the SYN leg carries the queueing (the capture is between the
-  bottleneck and the clients, the data receivers of downloads), ``upstream`` when the ACK leg does.
+- **Side**: ``downstream`` when the leg that spans the data senders carries the queueing (the
+  capture is between the bottleneck and the data receivers), ``upstream`` when the other does.
 
 Times in seconds, rates in bit/s, sizes in bytes.
 """
@@ -48,6 +48,8 @@ MIN_MODE_SHARE = 0.15
 MODE_WIDTH = 0.03
 #: ... and it is at most this many times the peak 100 ms throughput
 MAX_OVER_PEAK = 2.0
+#: a token bucket shows when at least this share of the idle gaps is followed by a line-rate one
+MIN_BURST_SHARE = 0.2
 #: the queueing delay of a full buffer: this quantile of the handshakes' excess delay
 FULL_QUANTILE = 0.99
 #: host pairs need this many handshakes for their minimum to be the path's (and their excess the
@@ -145,13 +147,19 @@ class Spacing:
         zero, idle = coarse < per_byte / 20, coarse > 4 * per_byte
         idle_zero = int(pairs[np.ix_(idle, zero)].sum())
         zero_zero = int(pairs[np.ix_(zero, zero)].sum())
+        idle_any = int(pairs[idle].sum())
+        if idle_zero < MIN_BURST_SHARE * idle_any:
+            # no line-rate packets after an idle link: a plain serializer, or a bucket under one
+            # packet, which the mix of packet sizes hides
+            return 0, (f"{idle_zero:,} of {idle_any:,} idle gaps followed by a packet at line "
+                       "rate: no token bucket deeper than a packet")
         centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
         partial = (centers >= per_byte / 20) & (centers < 0.95 * per_byte)
         if self.packets == 0 or int(self.counts[partial].sum()) == 0:
             return 0, "no gaps shorter than a service time: no burst"
         smooth = np.convolve(np.where(partial, self.counts, 0), np.ones(5, np.int64), "same")
         f = float(centers[int(np.argmax(smooth))] / per_byte)
-        k = 1 + (round((idle_zero + zero_zero) / idle_zero) if idle_zero else 0)
+        k = 1 + round((idle_zero + zero_zero) / idle_zero)
         size = self.bytes / self.packets
         return (int(round(size * (k - f))),
                 f"after idle gaps, {k - 1} packet(s) at line rate ({idle_zero:,} idle gaps then "
@@ -161,16 +169,23 @@ class Spacing:
 def queue_delays(flows):
     """The queueing delays the handshakes met (s) and the side of the queue.
 
-    ``flows``: ``client_addr``, ``server_addr``, ``rtt_syn``, ``rtt_ack`` (s). Per host pair with
-    at least :data:`MIN_PAIR_HANDSHAKES` handshakes, the loaded leg is the one whose 90th
+    ``flows``: ``client_addr``, ``server_addr``, ``rtt_syn``, ``rtt_ack`` (s) and, when present,
+    ``syn_count``, ``synack_count``: a handshake whose SYN or SYN/ACK was sent again is left out
+    (its leg holds a retransmission timeout, not a queue). Per host pair with at least :data:`MIN_PAIR_HANDSHAKES` handshakes, the loaded leg is the one whose 90th
     percentile lies further above its minimum; each handshake's excess is its loaded leg minus the
-    pair's minimum of it. Returns ``(excess array, side)``, side ``"downstream"`` when most
-    handshakes' loaded leg is the SYN leg, ``"upstream"`` when it is the ACK leg, ``"unknown"``
-    without pairs to judge."""
+    pair's minimum of it. Returns ``(excess array, side)``: ``"downstream"`` when in most
+    handshakes the loaded leg is the one that spans the connection's data sender (the side that
+    sent more application bytes: ``app_bytes_c2s``, ``app_bytes_s2c``), so the queue lies between
+    the data senders and the capture; ``"upstream"`` when it is the other; ``"unknown"`` without
+    pairs to judge."""
     syn, ack = (pl.col(c).cast(pl.Float64) for c in ("rtt_syn", "rtt_ack"))
     pair = ["client_addr", "server_addr"]
-    hs = (flows.select(*pair, _s=syn, _a=ack)
-          .filter(pl.col("_s").is_finite() & pl.col("_a").is_finite()))
+    once = [pl.col(c) <= 1 for c in ("syn_count", "synack_count") if c in flows.columns]
+    sender_is_server = (pl.col("app_bytes_s2c").fill_null(0)
+                        >= pl.col("app_bytes_c2s").fill_null(0))
+    hs = (flows.filter(*once) if once else flows).select(*pair, _s=syn, _a=ack,
+                                                         _down=sender_is_server)
+    hs = hs.filter(pl.col("_s").is_finite() & pl.col("_a").is_finite())
     per = (hs.group_by(pair).agg(n=pl.len(), smin=pl.col("_s").min(), amin=pl.col("_a").min(),
                                  s90=pl.col("_s").quantile(0.9), a90=pl.col("_a").quantile(0.9))
            .filter(pl.col("n") >= MIN_PAIR_HANDSHAKES)
@@ -181,8 +196,9 @@ def queue_delays(flows):
     hs = hs.join(per, on=pair)
     excess = hs.select(pl.when(pl.col("syn_loaded")).then(pl.col("_s") - pl.col("smin"))
                        .otherwise(pl.col("_a") - pl.col("amin")))
-    syn_share = float(hs["syn_loaded"].mean())
-    side = "downstream" if syn_share > 0.5 else "upstream" if syn_share < 0.5 else "unknown"
+    # the loaded leg spans the data sender: the SYN leg spans the server
+    down = float((hs["syn_loaded"] == hs["_down"]).mean())
+    side = "downstream" if down > 0.5 else "upstream" if down < 0.5 else "unknown"
     return excess.to_series().to_numpy(), side
 
 
@@ -225,6 +241,10 @@ def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmis
     loss_share = retransmissions / data_packets if data_packets else 0.0
     full_delay = None
     if excess.size >= MIN_HANDSHAKES and math.isfinite(rate or math.nan):
+        # a leg that holds a lost and resent ACK (or a host's stall) is no queue: beyond Tukey's
+        # far fence of the excesses (the sample's ACK leg: 99 % at 228 ms, the queue's 32 ms)
+        q1, q3 = np.quantile(excess, [0.25, 0.75])
+        excess = excess[excess <= q3 + 3 * (q3 - q1)]
         full_delay = float(np.quantile(excess, FULL_QUANTILE))
         buffer = max(int(round(rate / 8 * full_delay - mean_packet / 2)), int(mean_packet))
         evidence["buffer"] = (f"{FULL_QUANTILE:.0%} of {excess.size:,} handshakes met at most "
