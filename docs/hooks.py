@@ -51,6 +51,30 @@ def _comments(cls) -> dict[str, str]:
     return out
 
 
+def _from_doc(cls, name) -> str:
+    """What ``cls``'s docstring says of field ``name`` ("``name`` the ..."), up to the end of
+    its clause; empty when the docstring does not name it at the head of a clause."""
+    doc = " ".join((inspect.getdoc(cls) or "").split())
+    m = re.search(r"``%s``\s*(?:=\s*|is\s+)?(.*?)(?=[,;.](?:\s+``|\s*$)|$)" % re.escape(name), doc)
+    if m is None or not m.group(1)[:1].isalnum():
+        return ""
+    text, depth = m.group(1), 0
+    for i, ch in enumerate(text):  # a ';' outside parentheses ends the clause
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch == ";":
+            return text[:i]
+    return text
+
+
+#: model.py's unit convention: a field's unit from the end of its name
+UNITS = {"_ns": "ns", "_per_s": "1/s", "_s": "s", "_bps": "bit/s", "_bytes": "bytes",
+         "bytes": "bytes", "_share": "share", "_pkts": "packets"}
+
+
+def _unit(name) -> str:
+    return next((unit for end, unit in UNITS.items() if name.endswith(end)), "")
+
+
 def _default(f) -> str:
     if f.default is not dataclasses.MISSING:
         return f"`{f.default!r}`"
@@ -102,10 +126,12 @@ class _Tables:
             if not f.init:
                 continue
             tp = hints.get(f.name, f.type)
+            inner = _nested(tp)
             cells = [_cell(c) for c in self.cells(cls, f)]
+            if inner is not None and not cells[-1]:  # a table of its own: its first sentence
+                cells[-1] = _cell(" ".join(_doc(inner).split()).split(". ")[0].rstrip("."))
             self.lines.append(f"| `{f.name}` | {_type_name(tp)} | {_default(f)} | "
                               + " | ".join(cells) + " |")
-            inner = _nested(tp)
             if inner is not None:
                 later.append((inner, f"{path}.{f.name}" if path else f.name))
         self.lines.append("")
@@ -116,7 +142,9 @@ class _Tables:
 def model_fields() -> str:
     from traceflow.models import model
 
-    tables = _Tables(["meaning"], lambda cls, f: [_comments(cls).get(f.name, "")],
+    tables = _Tables(["unit", "meaning"],
+                     lambda cls, f: [_unit(f.name),
+                                     _comments(cls).get(f.name) or _from_doc(cls, f.name)],
                      lambda cls, path: f"`{path or 'model.json'}` ({cls.__name__})")
     tables.add(model.Model, "")
     return "\n".join(tables.lines)
