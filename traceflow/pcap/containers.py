@@ -4,7 +4,6 @@ Both decoders use these to open a capture and learn its format; packet records t
 by each decoder (the fast one in C, the reference with dpkt's header classes).
 Compression and format are recognised by magic bytes, never by the file name.
 """
-import gzip
 import io
 import struct
 import zlib
@@ -32,6 +31,8 @@ PCAP_HEADER_LEN = 24
 IDB = 1  # interface description block type
 OPT_ENDOFOPT, OPT_IF_TSRESOL, OPT_IF_TSOFFSET = 0, 9, 14
 COMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
+#: compressed bytes read from the file at a time
+COMPRESSED_READ = 1 << 18
 
 
 def _zstd_errors():
@@ -40,9 +41,66 @@ def _zstd_errors():
     return (zstandard.ZstdError,)
 
 
+class Decompressor(io.RawIOBase):
+    """The decompressed bytes of a gzip (every member) or zstd (every frame) file ``raw``,
+    ending where the compressed data ends. Unlike ``gzip.GzipFile``, which raises on a file
+    that ends inside a member and loses what it had decompressed, it returns every byte the
+    input holds and then sets ``cut`` (True: the input ends inside a member or frame, as a
+    capture cut short does), as tshark and capinfos read such files."""
+
+    def __init__(self, raw, compression):
+        self._raw = raw
+        self._gzip = compression == "gzip"
+        self._obj = self._new()
+        self._fed = False          # the current member or frame has had input
+        self._out, self._off = b"", 0
+        self.cut = False
+
+    def _new(self):
+        if self._gzip:
+            return zlib.decompressobj(wbits=31)
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj()
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        while self._off >= len(self._out):
+            if not self._more():
+                return 0
+        n = min(len(buf), len(self._out) - self._off)
+        buf[:n] = self._out[self._off:self._off + n]
+        self._off += n
+        return n
+
+    def _more(self):
+        """Decompress the next compressed read into ``_out``; False at the end of the file."""
+        data = self._raw.read(COMPRESSED_READ)
+        if not data:
+            self.cut = self._fed and not self._obj.eof
+            return False
+        out = []
+        while data:
+            if self._obj.eof:      # the last member ended: what follows starts the next one
+                if self._gzip:     # gzip allows zero padding between members
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        break
+                self._obj, self._fed = self._new(), False
+            self._fed = True
+            out.append(self._obj.decompress(data))
+            data = self._obj.unused_data if self._obj.eof else b""
+        self._out, self._off = b"".join(out), 0
+        return True
+
+
 class CaptureStream(io.RawIOBase):
     """A readable, decompressed view of a capture file; ``raw_pos`` is the position in the file
-    itself (for progress bars).  Decompression errors become :class:`InputFormatError`.
+    itself (for progress bars).  Decompression errors become :class:`InputFormatError`;
+    ``cut_at`` is the offset in the decompressed stream where compressed data that ends inside
+    a member or frame ended (None: it did not; :class:`Decompressor`).
 
     ``start``/``end`` restrict an uncompressed file to the byte range ``[start, end)`` (one chunk
     of it); ``pos`` still counts from the start of the file."""
@@ -55,15 +113,12 @@ class CaptureStream(io.RawIOBase):
         self.end = end
         self.compression = None
         self._errors = COMPRESSION_ERRORS
-        if magic[:2] == GZIP_MAGIC:
-            self.compression = "gzip"
-            self._stream = gzip.GzipFile(fileobj=self._raw, mode="rb")
-        elif magic == ZSTD_MAGIC:
-            import zstandard
-
-            self.compression = "zstd"
-            self._errors = COMPRESSION_ERRORS + _zstd_errors()
-            self._stream = zstandard.ZstdDecompressor().stream_reader(self._raw, read_across_frames=True)
+        self.cut_at = None
+        if magic[:2] == GZIP_MAGIC or magic == ZSTD_MAGIC:
+            self.compression = "gzip" if magic[:2] == GZIP_MAGIC else "zstd"
+            if self.compression == "zstd":
+                self._errors = COMPRESSION_ERRORS + _zstd_errors()
+            self._stream = Decompressor(self._raw, self.compression)
         else:
             self._stream = self._raw
         if (start or end is not None) and self.compression:
@@ -93,6 +148,8 @@ class CaptureStream(io.RawIOBase):
             raise InputFormatError(f"corrupt {self.compression} data: {exc}", path=self.path,
                                    offset=self.pos) from None
         self.pos += n
+        if n == 0 and self.compression and self._stream.cut:
+            self.cut_at = self.pos
         return n
 
     def read_exact(self, n):
@@ -200,7 +257,9 @@ class ReadStats:
     ``skipped_records``/``skipped_bytes``: malformed input dropped under ``on_error="skip"``;
     ``unsupported_linktypes``: {link type: records not decoded}; ``bytes``: decompressed bytes read;
     ``truncated_bytes``: bytes of a last record the file ends inside (0: the file ends on a record
-    boundary; see :func:`end_truncated`); ``snaplens``: the snapshot length (bytes) of the pcap
+    boundary; see :func:`end_truncated`); ``cut_at``: where compressed data that ends inside a
+    member or frame ended, as an offset of the decompressed stream (None: it did not);
+    ``snaplens``: the snapshot length (bytes) of the pcap
     file header, or of each pcapng interface in file order (0: no limit).
     """
     path: str = ""
@@ -215,6 +274,7 @@ class ReadStats:
     bytes: int = 0
     truncated_bytes: int = 0
     snaplens: list = field(default_factory=list)
+    cut_at: int = None
     errors: list = field(default_factory=list)
 
     def add_unsupported(self, linktype, n):
@@ -234,19 +294,27 @@ class ReadStats:
 SKIP_HINT = "to skip bad records: traceflow ingest --on-error skip"
 
 
-def end_truncated(stats, path, offset, record, present, skip):
+def end_truncated(stats, path, offset, record, present, skip, cut_at=None):
     """The file ends ``present`` bytes into record ``record`` (at ``offset``): what a killed or
     still-running tcpdump leaves. The complete records before it are kept; the partial one is
     dropped, counted in ``stats.truncated_bytes`` and, with ``skip``, as a skipped record; without
-    ``skip`` (the default) a :class:`~traceflow.errors.TraceflowWarning` says so."""
+    ``skip`` (the default) a :class:`~traceflow.errors.TraceflowWarning` says so, once.
+    ``cut_at``: compressed data ended inside a member or frame, at this offset of the
+    decompressed stream (:attr:`CaptureStream.cut_at`; ``present`` may then be 0)."""
     from traceflow.errors import warn
 
     stats.truncated_bytes = int(present)
+    stats.cut_at = cut_at
+    where = (f"inside record {record} (offset {offset}, {present} bytes of it present)"
+             if present else f"after record {record - 1}")
+    if cut_at is not None:
+        where = (f"early: its {stats.compression} data ends inside a compressed block, at offset "
+                 f"{cut_at} of the decompressed stream, {where}")
     if skip:
-        stats.skipped_records += 1
-        stats.skipped_bytes += int(present)
+        if present:
+            stats.skipped_records += 1
+            stats.skipped_bytes += int(present)
         stats.note(f"record {record} at offset {offset}: truncated at end of file")
         return
-    warn(f"capture ends inside record {record} (offset {offset}, {present} bytes of it present): "
-         f"kept the complete records before it, as from a capture that was cut short",
-         path=path)
+    warn(f"capture ends {where}: kept the complete records before it, as from a capture that was "
+         f"cut short", path=path)

@@ -60,10 +60,13 @@ def iter_batches(path, *, on_error="fail", batch_size=65536, stats=None, progres
                 if isinstance(rec, _Frame):     # bad block with intact framing
                     raise rec
             except StopIteration:
+                if src.cut_at is not None:
+                    end_truncated(stats, path, src.pos, index, 0, on_error == "skip", src.cut_at)
                 break
             except _Frame as exc:
                 if exc.present is not None:
-                    end_truncated(stats, path, exc.offset, index, exc.present, on_error == "skip")
+                    end_truncated(stats, path, exc.offset, index, exc.present, on_error == "skip",
+                                  src.cut_at)
                     break
                 if on_error != "skip":
                     raise InputFormatError(str(exc), path=path, offset=exc.offset, record=index,

@@ -306,8 +306,9 @@ class _FastReader:
                 continue
             # NEED_MORE (or a block that does not fit yet)
             if eof:
-                if pos < filled:
-                    end_truncated(stats, self.path, base + pos, dec.records, filled - pos, self.skip)
+                if pos < filled or self.src.cut_at is not None:
+                    end_truncated(stats, self.path, base + pos, dec.records, filled - pos, self.skip,
+                                  self.src.cut_at)
                 break
             if not resyncing:
                 self._boundary(base + pos)
