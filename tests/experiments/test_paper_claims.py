@@ -25,11 +25,6 @@ from traceflow.report.claims import CLAIMS, PT, verdict
 
 # claim number -> what we measured (full length) and what ns-2 shows on the same set-up
 FAILING = {
-    1: ("H holds (V-T Spearman -1.0, slope -0.31; 0.863 below 0.975 at alpha 1.05, 0.593 above "
-        "0.525 at 1.95, 0.673 at 1.65) but the loss at alpha 1.05 is 6.6 % (seeds 1-3: 4.4, 7.9, "
-        "7.5 %) for the paper's 'about 4 %'. ns-2 on the same file sizes "
-        "(test_selfsim_ns2.compare): 4.48, 8.33, 7.77 % (mean 6.9 %): 4 % is seed 1's sample path; "
-        "the paper gives neither the mean file size nor the idle time"),
     2: ("46 and 128 kB: loss falls linearly as alpha -> 1 (Spearman -1.0, 12-14 % off the "
         "line) and 2 kB is flat, as the paper says, but 10 kB is flat too: 5.6 / 6.2 / 5.9 / "
         "5.9 % for alpha 1.05 / 1.35 / 1.65 / 1.95 (3 seeds; at 1.05 they range 3.6-6.7 %). ns-2 "

@@ -97,16 +97,19 @@ def test_cov_throughput_and_loss_match_ns2(runs, variant):
 
 @pytest.mark.parametrize("who", [0, 1], ids=["ns-2", "traceflow"])
 def test_paper_claims_hold(runs, who):
-    """Figs. 2-4's sentences (burstiness.protocol_claims: moderate excess <= 50 %, Reno > 140 % and
-    Reno/RED > 200 % above Poisson under heavy congestion, Vegas below Reno, UDP ~ Poisson, RED
-    worse than plain) hold in ns-2 and in traceflow alike."""
+    """Figs. 2-4's sentences (burstiness.protocol_claims: Reno > 140 % and Reno/RED > 200 % above
+    Poisson under heavy congestion, Vegas below Reno, UDP ~ Poisson, RED worse than plain) hold
+    in ns-2 and in traceflow alike; the moderate excess in (+10 %, +50 %] fails in both."""
     spec = tomllib.loads(REPLAY.read_text())
     params = burstiness.model_params(spec)
     df = pl.DataFrame([{"variant": v, "clients": m, **runs[(v, m)][who]} for v, m in runs])
     df = df.with_columns(poisson_cov=pl.Series(burstiness.poisson_cov(df["clients"].to_numpy(), params)))
     rows = burstiness.protocol_claims(df, list(VARIANTS), spec["experiment"]["paper"])
-    failed = [(r["quantity"], r["ours"]) for r in rows if r["agree"] is not True]
-    assert not failed
+    failed = [r["quantity"] for r in rows if r["agree"] is not True]
+    # claim 4 judged two-sided (issue 45): at 10 and 30 clients nothing is lost and no TCP is
+    # 'noticeably' (> +10 %) above Poisson, in either simulator; every other sentence holds
+    assert failed == [f"{v}: c.o.v. above Poisson, moderate congestion (10-38 clients)"
+                      for v in VARIANTS if v != "UDP"]
 
 
 def test_fig13_model_meets_ns2_reno_as_it_meets_ours(tmp_path):

@@ -158,7 +158,9 @@ def hurst_comparison(mean, exp):
         got = float(mean.filter(pl.col("alpha") == 1.05)["loss"][0])
         want = paper["loss_105"]
         rows.append(_row("packet loss at α = 1.05", want, round(got, 4),
-                         abs(got / want - 1) <= 0.25, "agree = within 25 % of 'about 4 %'"))
+                         abs(got / want - 1) <= 0.10,
+                         "agree = the mean over the seeds within 10 % of 'about 4 %' (a stated "
+                         "quantity, reached by the paper's calibration of the idle time, PKC:125)"))
     return rows
 
 

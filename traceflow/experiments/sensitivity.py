@@ -61,3 +61,62 @@ def reached(df, tol=0.10, stated=KS_STATED):
     loss = df.filter((pl.col("scale") == 2) & near("loss", stated["loss"])
                      & (pl.col("utilization") >= 0.95))
     return {"demands": demands, "loss": loss}
+
+
+def wn_buffer(spec, *, buffers=(24, 48, 96), schemes=("SIX-DT", "MIX-DT"), short_rates=(3.5,),
+              seeds=range(1, 9), executor="local", workers=None):
+    """Wu & Nikolaidis sec. 4 (replays/class_short_load.toml) gives no buffer: the long-lived
+    Jain index of each scheme at each of ``short_rates`` (short flows/s) for each total buffer
+    (packets, split 1/N over a scheme's classes as in Fig. 1's set-up), mean over ``seeds``.
+    Rows: buffer, scheme, short_rate, jain_long, short_goodput_pps, loss. A scheme named ``"<scheme>+FS"`` puts the
+    FairShare dropper in front of it (WN:105: a flow past the threshold is "qualified for control
+    by the FairShare policy"; the sec. 4 runs do not say they apply it), with the long-lived
+    flows' share of the link C_L = 1 - short_share and the scheme's 50-packet threshold."""
+    from traceflow.experiments import classification as wn
+
+    tasks = []
+    for b in buffers:
+        s = copy.deepcopy(spec)
+        exp = _exp(s)
+        exp["buffer"] = int(b)
+        for scheme in schemes:
+            base, _, fs = scheme.partition("+")
+            queue = wn.scheme_queue(exp, base, exp["rtt_ratio"])
+            if fs == "FS":
+                queue = {"kind": "fairshare", "inner": queue, "threshold": exp["threshold"],
+                         "long_share": 1.0 - exp["short_share"]}
+            for rate, seed in itertools.product(short_rates, seeds):
+                tasks.append(wn._task(s, {"buffer": int(b), "scheme": scheme,
+                                          "short_rate": float(rate)}, queue,
+                                      duration=float(exp["duration"]), seed=seed,
+                                      rtt_ratio=exp["rtt_ratio"], short_rate=rate,
+                                      long_per_class=exp["long_per_class"]))
+    from traceflow.scale.parallel import map_tasks
+
+    rows = map_tasks(wn.simulate, tasks, executor=executor, workers=workers, label="wn-buffer")
+    df = pl.DataFrame([{k: v for k, v in r.items() if not isinstance(v, list)} for r in rows])
+    return (df.group_by("buffer", "scheme", "short_rate")
+            .agg(pl.col("jain_long", "short_goodput_pps", "loss").mean())
+            .sort("buffer", "scheme", "short_rate"))
+
+
+def wn_claim17(df, six="SIX-DT+FS", lft="LFT-DT+FS", mix="MIX-DT"):
+    """Claim 17's test (traceflow.report.claims) per buffer on :func:`wn_buffer`'s rows at the
+    lowest and highest short rate: ``six`` >= 0.95 and above ``mix`` at the top rate, ``mix``
+    falls by >= 0.05, ``lft`` moves by <= 0.05. Rows: buffer, six_top, mix_top, mix_trend,
+    lft_trend, holds."""
+    out = []
+    for b in sorted(set(df["buffer"])):
+        d = df.filter(pl.col("buffer") == b)
+
+        def jain(scheme, which):
+            x = d.filter(pl.col("scheme") == scheme).sort("short_rate")["jain_long"]
+            return float(x[which])
+
+        six_top, mix_top = jain(six, -1), jain(mix, -1)
+        mix_trend, lft_trend = mix_top - jain(mix, 0), jain(lft, -1) - jain(lft, 0)
+        out.append({"buffer": b, "six_top": six_top, "mix_top": mix_top, "mix_trend": mix_trend,
+                    "lft_trend": lft_trend,
+                    "holds": six_top >= 0.95 and six_top > mix_top and mix_trend <= -0.05
+                    and abs(lft_trend) <= 0.05})
+    return pl.DataFrame(out)
