@@ -84,5 +84,7 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
                    f"Poisson {c['poisson_cov']:.4f})")
     if "tracking" in summary:
         t = summary["tracking"]
-        click.echo(f"correlation coefficient (tracking): {t['r']:.4f} over {t['n']} bins")
+        since = {"relative": ", aligned on time since each start (the two do not overlap)",
+                 "absolute": ", aligned on clock time"}.get(t.get("aligned"), "")
+        click.echo(f"correlation coefficient (tracking): {t['r']:.4f} over {t['n']} bins{since}")
 

@@ -113,17 +113,27 @@ def cov_per_interval(values, bin_ns, interval) -> dict:
             "poisson_cov": float(1 / np.sqrt(m)) if m > 0 else float("nan")}
 
 
-def tracking(a, b, *, column="bytes", other_column=None, factor=1) -> dict:
+def tracking(a, b, *, column="bytes", other_column=None, factor=1, align="auto") -> dict:
     """Pearson correlation of two series (the TCP-MT paper's tracking ability).
 
     ``a``/``b`` are series frames (``t``, ``bytes``, ``packets``) joined on ``t`` (only common
     bins count), or equal-length arrays. ``factor`` first aggregates both (coarser scale).
-    Returns ``{"r", "n"}``; r = −1 is perfect tracking of a throughput against background load.
+    ``align``: "absolute" joins the frames on clock time, "relative" on time since each one's
+    first bin (a simulated pcap starts at 1970), "auto" absolute when their spans overlap, else
+    relative. Returns ``{"r", "n"}``, plus ``"aligned"`` for frames; r = −1 is perfect tracking
+    of a throughput against background load.
     """
+    aligned = None
     if isinstance(a, pl.DataFrame) and isinstance(b, pl.DataFrame):
         if bin_width(a) != bin_width(b):
             raise TraceflowError("the two series have different bin widths")
         a, b = aggregate(a, factor), aggregate(b, factor)
+        aligned = align
+        if align == "auto":
+            overlap = a["t"].min() <= b["t"].max() and b["t"].min() <= a["t"].max()
+            aligned = "absolute" if overlap else "relative"
+        if aligned == "relative":
+            a, b = (f.with_columns(pl.col("t") - pl.col("t").min()) for f in (a, b))
         j = a.select("t", pl.col(column).alias("_a")).join(
             b.select("t", pl.col(other_column or column).alias("_b")), on="t", how="inner")
         x, y = j.get_column("_a").to_numpy(), j.get_column("_b").to_numpy()
@@ -135,6 +145,6 @@ def tracking(a, b, *, column="bytes", other_column=None, factor=1) -> dict:
             x, y = block_sums(x, factor), block_sums(y, factor)
     if x.size < 3:
         raise TraceflowError("fewer than 3 common bins: the series do not overlap in time")
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {"r": float("nan"), "n": int(x.size)}
-    return {"r": float(np.corrcoef(x, y)[0, 1]), "n": int(x.size)}
+    out = {"r": float("nan") if np.ptp(x) == 0 or np.ptp(y) == 0
+           else float(np.corrcoef(x, y)[0, 1]), "n": int(x.size)}
+    return out if aligned is None else {**out, "aligned": aligned}
