@@ -585,7 +585,9 @@ def executor_options(f):
                      help="Dask scheduler address (tcp://host:8786); implies --executor dask. "
                           "Without it --executor dask starts a local Dask cluster.")(f)
     f = click.option("--workers", type=click.IntRange(min=1), default=None,
-                     help="Worker processes (default: one per CPU; 1 runs inline).")(f)
+                     help="Worker processes. On one capture (flows, series): default 1; N cuts "
+                          "it into N ranges of its records, one per worker. Over many files, "
+                          "runs or cells: default one per CPU; 1 runs inline.")(f)
     f = click.option("--executor", type=click.Choice(EXECUTORS), default=None,
                      help="Where tasks run: a local process pool (default) or Dask.")(f)
     return f

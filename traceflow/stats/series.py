@@ -194,7 +194,7 @@ def packet_series(path, bin="10ms", direction=None, filter=None, *, proto=None, 
     def run(empty):
         for part in map_tasks(task, [(copy.deepcopy(empty), c) for c in chunks],
                               executor=executor, workers=workers, scheduler=scheduler,
-                              progress=False, user_errors=True):
+                              progress=False, user_errors=True, first_here=True):
             empty.merge(part)
         return empty
 
