@@ -316,7 +316,8 @@ def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS):
             packets = p["packets"]
             packets = (pl.scan_ipc(packets) if isinstance(packets, str)
                        else packets.lazy())
-            packets = packets.join(mine.lazy().select("conn"), on="conn", how="semi").collect()
+            # a filter keeps capture order (a semi join need not)
+            packets = packets.filter(pl.col("conn").is_in(mine["conn"].implode())).collect()
             packets = packets.join(
                 firsts, on=["conn", "frame"], how="left", maintain_order="left").with_columns(
                 pl.col("force").fill_null(0)).drop("conn")
