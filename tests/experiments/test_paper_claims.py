@@ -47,11 +47,10 @@ FAILING = {
         "on average: the overestimate the paper names). ns-2's Reno on the same set-up "
         "(test_burstiness_ns2.py::test_fig13_model_meets_ns2_reno_as_it_meets_ours, seed 1): "
         "correlation 0.629 with the model, model x2.24 under heavy load: the same verdicts"),
-    10: ("K of R1 with R2 on vs off: 13.5 % apart at A = 10 (128.8 vs 148.8), 81 % at A = 160 "
-         "(1.4 vs 7.3); K(160)/K(10) = 0.05: the 50 sources (one FTP agent each, flows of "
-         "U[0, 0.15] s) carry about 2300 pkt/s under test, and 2 x 160 drops/s extinguish them. "
-         "ns-2 on the same set-up (test_capm_ns2.py): rates within 7 %, K at A = 20 57 / 67 vs "
-         "ours 64 / 106, and the same collapse at A = 160 on both routers"),
+    10: ("ns-2 of 2003's timers: K of R1 with R2 on vs off 1.9 % apart at A = 10, 86 % at A = "
+         "160; K(160)/K(10) = 0.12: the aggregate collapses under 2 x 160 drops/s. ns-2 on the "
+         "same era set-up (test_capm_ns2.py::test_fig6_sources_and_k_match_ns2 passes): rates "
+         "and K at A = 20 agree, and the same collapse at A = 160"),
     11: ("ns-2 of 2003's timers (minrto_ 1, windowInit_ 2): K1 274.8, K2 344.9 (paper 77.3, "
          "588.1), K2/K1 1.25 (7.61); demands 8512 / 3211 pkt/s (paper 5234 / 4547). No source "
          "model reaches both demands within 10 % (sensitivity.ks_sources: persistent 8514-8875 / "
@@ -63,10 +62,9 @@ FAILING = {
     13: ("ns-2 of 2003's timers: p1/p2 = 0.47 (paper 6.7), K-based decreases 44.1 / 61.1 % (39 / "
          "42 %), gap 17.0 vs DropTail's 5.4 points: eqs. 16-17 act on claim 11's K and demands, "
          "which the paper's text does not let us rebuild"),
-    14: ("K is flat below 90 % (267, 284, 241, 256 at 33, 50, 63, 81 %: largest deviation 8.4 %), "
-         "225 at 93 %, 11 at a full link: the paper's shape, but at 262, not about 75 (claim 11's "
-         "factor). ns-2 (test_capm_ns2.py, seed 1, 3 tests per point): 364 at 46 %, 229 at 69 %, "
-         "20 at a full link"),
+    14: ("ns-2 of 2003's timers: K flat below 90 % (largest deviation 4.4 %) at 387, not about "
+         "75 (claim 11's sources); earlier ns-2 (test_capm_ns2.py, pre-era): 364 at 46 %, 229 at "
+         "69 %, 20 at a full link"),
     17: ("SIX-DT's Jain index is 0.94-0.96 up to 1.5 short flows/s, 0.925 at 2 and falls to 0.848 "
          "at 3.5 (MIX-DT 0.595; LFT-DT moves -0.047 and MIX-DT -0.151, as the paper says), 24 runs "
          "per point, after the engine's tie order: once the short classes saturate their 60 % "

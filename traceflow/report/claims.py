@@ -62,9 +62,10 @@ CLAIMS = (
        "|H(1.65) - 0.675| <= 0.05; loss at 1.05 (mean of the 3 seeds) within 10 % of 4 %",
        (("selfsim_fig4", ""),),
        "loss about 4 % at alpha = 1.05; H crosses (3 - alpha)/2 near alpha = 1.65",
-       "tests/experiments/test_selfsim_ns2.py, 10,000 s on the same file sizes: alpha 1.05 loss "
-       "4.48 / 8.33 / 7.77 % for seeds 1-3 (ours 4.37 / 7.92 / 7.45 %), H 0.912 (ours 0.913); "
-       "alpha 1.95 H 0.685 (ours 0.645, strict xfail)"),
+       "test_selfsim_ns2.compare on the era set-up (ns of 1997's timers, window 20, idle 0.82 s), "
+       "3000 s on the same file sizes: alpha 1.05 loss 3.87 / 5.05 % for seeds 1, 2 (ours 3.82 / "
+       "4.96 %), H 0.999 / 0.915 (ours 0.999 / 0.904); alpha 1.95 seed 1 loss 4.18 % (ours "
+       "4.01 %), H 0.670 (ours 0.682)"),
     _c(2, PKC, (195, 197),
        "Loss degrades gradually and linearly as alpha -> 1, flat at the smallest buffer (2 kB) "
        "and steepest at the intermediate buffers (10, 46 kB)",
@@ -90,9 +91,10 @@ CLAIMS = (
        "'up to 50 %' bounds it, 'noticeably' asks more than UDP's 'very close' 10 % (two-sided)",
        (("burst_fig2_4", "UDP: c.o.v."), ("burst_fig2_4", "")),
        "TCP up to +50 % over Poisson",
-       "tests/sim/test_burstiness_ns2.py: the same rows hold in ns-2 (Reno c.o.v. 0.119 vs ours "
-       "0.116 at 41 clients; UDP within 3 %); Reno/RED at 38 clients: ns-2 -1 to +1 % over "
-       "Poisson, ours -1.5 % (+78 % before the RED gateway took ns-2's wait_)"),
+       "feng_star.tcl with ns of 2000's timers (seeds 1-2, issue 45): largest excess over "
+       "Poisson at 10-38 clients Reno +0.029, Reno+delack +0.019, Vegas +0.011, Reno/RED +0.100, "
+       "Vegas/RED +0.011 (ours, same seeds: +0.128, +0.074, -0.018, +0.009, -0.018); at 10-30 "
+       "clients every TCP within 2.5 % of Poisson in both"),
     _c(5, FT, (125,),
        "Under heavy congestion the c.o.v. rises sharply for every TCP but Vegas: Reno over 140 % "
        "and Reno/RED over 200 % above Poisson",
@@ -365,7 +367,10 @@ STATUS = {
                     "+0.004 are not 'noticeably' above (> +0.1); ns-2 on the same set-up (seeds "
                     "1-2): no TCP above +0.100 (Reno +0.029, Reno/RED +0.100)"),
     8: (NS2_AGREES, "the model vs ns-2's Reno correlates 0.629 (ours 0.598), x2.24 at heavy load"),
-    10: (NS2_AGREES, "the aggregate collapses at A = 160 in ns-2 too (167 / 176 pkt/s of 4500)"),
+    10: (NS2_AGREES, "on ns-2 of 2003's timers the sources' rates and K at A = 20 agree with ns-2 "
+                     "and the aggregate collapses at A = 160 in both (test_capm_ns2.py::"
+                     "test_fig6_sources_and_k_match_ns2 passed on the era defaults, 397 s); ours: "
+                     "K(160)/K(10) 0.12, R2 on vs off 86 % apart at A = 160"),
     11: (UNDECIDABLE, "the paper's sources cannot be rebuilt from its text: no source model "
                       "reaches lambda1 = 5234 and lambda2 = 4547 pkt/s within 10 % together "
                       "(sensitivity.ks_sources, ns of 2003: persistent 8514-8875 / 3514-3825, a "
@@ -375,12 +380,17 @@ STATUS = {
                       "full link with the stated sources (at most 2.3 % at utilization >= 0.95; "
                       "3.0-7.6 % only at 48-68 %); on the era set-up 1.1 %, decreases 47.6 / 42.2 %"),
     13: (UNDECIDABLE, "eqs. 16-17 act on claim 11's K and demands"),
-    14: (UNDECIDABLE, "the shape holds (flat within 8.4 % to 81 %); the level is claim 11's"),
+    14: (UNDECIDABLE, "the shape holds (on the era set-up K within 4.4 % of its mean below 90 %); "
+                      "the level (387, paper about 75) is claim 11's, whose sources the paper's "
+                      "text does not let us rebuild"),
     15: (NS2_AGREES, "the DropTail ratios are bimodal (phase effect) in both simulators; ns-2 19.9 "
                      "median at RTT ratio 10 (re-judged on the largest mean, WN:29 + WN:159)"),
     16: (NS2_AGREES, "RED 5.9:1 in ns-2 on the same flows (ours 6.2)"),
     17: (NS2_AGREES, "SIX-DT 0.863 vs MIX-DT 0.587 in ns-2 (ours 0.851 / 0.606) with the 1/N split "
-                     "of Fig. 1's 24 packets (WN sec. 4 gives no buffer; per-class sweep not run)"),
+                     "of Fig. 1's 24 packets; fails for every plausible buffer in [24, 96] packets "
+                     "(sensitivity.wn_buffer, 8 seeds: SIX-DT 0.80-0.88 at 3.5 flows/s) and with "
+                     "FairShare (WN:105) too: SIX-DT reaches 0.97-0.99 from 48 packets, but MIX-DT's "
+                     "fairness then rises with the load (+0.05 to +0.12) instead of falling"),
     20: (NS2_AGREES, "SIX-DT rises with the RTT ratio in ns-2 too (0.794 -> 0.918)"),
     22: (NS2_AGREES, "no peak at theta = 4 in ns-2 (6.41 / 6.61 / 6.74 Mb/s) either"),
     23: (NS2_AGREES, "Vegas tracks worse than Reno at 450 ms in both; TCP Rate not in ns-2"),
