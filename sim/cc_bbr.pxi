@@ -721,9 +721,6 @@ cdef class Bbr(CongestionOps):
         self._reset_lt_bw_sampling()
         return s.cwnd
 
-    cdef int on_ack(self, TcpSender s, int64_t newly, int64_t now) except -1:
-        pass
-
     # ---- Python access (tests, timelines) ----
     LOG_COLUMNS = ("t_ns", "mode", "cycle_idx", "pacing_gain", "cwnd_gain", "cwnd", "pacing_rate",
                    "bw", "full_bw", "full_bw_cnt", "rtt_cnt", "min_rtt_us", "in_flight",

@@ -17,6 +17,7 @@ writes ``bbr_<run>.png`` (kernel and simulator, inflight and rates) and prints t
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--facts", help="also write the kernel runs' set-ups and facts to this JSON")
     a = ap.parse_args(argv)
+    for run in a.runs:
+        if not (Path(run) / "params.json").is_file():
+            print(f"bbr_timeline: {run}: not a testbed run (no params.json)", file=sys.stderr)
+            raise SystemExit(2)
     kernel = {}
     for run in a.runs:
         setup = run_params(run)
