@@ -53,9 +53,10 @@ def test_receiver_side_capture(client):
     h = infer_hosts(client)
     assert h.vantage == "receiver"
     assert h.mss == 1000 and h.segment_size == 988
-    # Behind the bottleneck the first flight cannot be timed: flagged, and only a lower bound.
-    assert not h.initial_window_observable
-    assert h.initial_window <= 10
+    # Behind the bottleneck the first flight cannot be timed, but its segments echo the request's
+    # timestamp and the first ACK's TSval marks the segments it released: Linux's 10 segments
+    assert h.initial_window_observable and h.initial_window == 10
+    assert h.quality["initial_window"].startswith("ok: ")
     # behind the queue the first copy of a segment dropped there is never seen: no timeout can be
     # timed, so no floor is claimed (fit a sender-side capture with --hosts-from)
     assert h.min_rto_s is None and h.rto_samples == 0

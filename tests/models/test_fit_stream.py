@@ -44,6 +44,15 @@ def _weibull_paths(model):
     return paths
 
 
+#: what fit measures differently since the stored models, on purpose (its own tests hold each):
+#: the network and the link's rate from the bottleneck's spacing, the end hosts' initial window
+#: from the timestamp echoes, their quality flags and congestion control (issues 43, 44), the
+#: path RTTs from timestamp echoes under Karn's rule (issue 46). The rest — span, arrivals,
+#: sizes, lifetimes, shares, sessions, requests, Hurst, dispersion, levels — is still the
+#: whole-table fit's.
+CHANGED_SINCE = (".network", ".schema_version", ".link", ".hosts", ".rtt")
+
+
 def _differences(before, now, path="", loose=frozenset()):
     """Paths where two model dicts differ (floats beyond rounding: relative 1e-9; at ``loose``
     paths beyond :data:`WEIBULL_REL`)."""
@@ -64,25 +73,14 @@ def _differences(before, now, path="", loose=frozenset()):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in CAPTURES])
 def test_streamed_fit_equals_whole_table_fit(name):
-    """The stored models, but for the capacity estimate: its bins are now those of the link
-    series (from the first packet; before, from the first data packet, which a pass split by
-    connections cannot know until every partition is done), so it is the whole-table
-    estimate's on those bins."""
-    from traceflow.pcap.reader import read_packets
-
+    """The stored whole-table models, but for what fit measures differently since
+    (:data:`CHANGED_SINCE`)."""
     path = shared_path(*CAPTURES[name])
     with gzip.open(BEFORE, "rt") as f:
         before = json.load(f)[name]
-    packets = pl.from_arrow(read_packets(path))
-    data = cmp.data_direction(packets)
-    cap, peaks, method = estimate_capacity(data["ts"].cast(pl.Int64).to_numpy(),
-                                           data["ip_len"].cast(pl.Float64).fill_null(0).to_numpy(),
-                                           origin=before["span"]["start_ns"])
-    link = before["link"]
-    link.update(capacity_bps=cap, peak_rate_bps=peaks, method=method,
-                utilization=link["mean_rate_bps"] / cap)
     now = json.loads(json.dumps(fit(path).to_dict()))
-    assert _differences(before, now, loose=_weibull_paths(before)) == []
+    assert [d for d in _differences(before, now, loose=_weibull_paths(before))
+            if not d[0].startswith(CHANGED_SINCE)] == []
 
 
 @pytest.mark.parametrize("parts", [("testbed", "rtt3dev", "server_side.pcap.gz"),

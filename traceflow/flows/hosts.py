@@ -160,7 +160,41 @@ def _reduce(c, ts_s, fwd, sender, rel_seq, rel_ack):
         c["payload_len"], c["ip_len"], c["window"], c["mss"], c["wscale"], c["sack_ok"],
         c["has_tsval"], QUICKACK_SEGMENTS, TIMER_SLACK_S)
     r["cc"] = congestion.reduce_kernel(c, ts_s, sender, rel_seq, rel_ack, r)
+    r["flight_ts"] = _echo_flights(c, sender, rel_seq, rel_ack)
     return r
+
+
+def _echo_flights(c, sender, rel_seq, rel_ack):
+    """Each connection's first flight as its timestamp echoes mark it (``flight`` and ``total``,
+    bytes of the data sender's sequence space): the data segments that echo the same TSecr as the
+    first one (the receiver's last segment before the data: its request or handshake ACK) left
+    before any ACK of data reached the sender, whatever queue spread them out; the segments that
+    echo the TSval of the receiver's first ACK of data are the ones that ACK released, and the
+    first of them starts where the first flight ended — also when the queue dropped the flight's
+    last segments (a 6000-byte buffer holds 5 of Linux's 10). The flight ends at the later of
+    the two. Kept where that ACK carries a later TSval than the first echo (else the segments it
+    released echo the same value: a millisecond clock at 10 Mbit/s) and the sender sent beyond
+    the flight (a transfer that fits says nothing of the window). ``c``: the kernels' columns
+    with ``tsval`` and ``tsecr`` (-1: none); empty without them."""
+    empty = pl.DataFrame(schema={"flight": pl.Int64, "total": pl.Int64})
+    if "tsecr" not in c:
+        return empty
+    df = pl.DataFrame({"conn": c["conn"], "snd": sender.astype(bool), "pay": c["payload_len"],
+                       "seq": rel_seq, "ack": rel_ack, "tsval": c["tsval"], "tsecr": c["tsecr"]})
+    data = pl.col("snd") & (pl.col("pay") > 0) & (pl.col("seq") >= 0) & (pl.col("tsecr") >= 0)
+    acks = ~pl.col("snd") & (pl.col("ack") > 0) & (pl.col("tsval") >= 0)
+    end = pl.col("seq") + pl.col("pay")
+    per = (df.with_columns(e0=pl.col("tsecr").filter(data).first().over("conn"),
+                           ta=pl.col("tsval").filter(acks).first().over("conn"))
+           .group_by("conn").agg(
+               e0=pl.col("e0").first(), ta=pl.col("ta").first(), total=end.filter(data).max(),
+               first=end.filter(data & (pl.col("tsecr") == pl.col("e0"))).max(),
+               released=pl.col("seq").filter(data & (pl.col("tsecr") == pl.col("ta"))).min()))
+    later = (pl.col("ta") - pl.col("e0")) % (1 << 32)
+    flight = pl.max_horizontal("first", "released")
+    return (per.filter(pl.col("first").is_not_null() & pl.col("ta").is_not_null()
+                       & (later > 0) & (later < (1 << 31)))
+            .select(flight=flight, total="total").filter(pl.col("total") > pl.col("flight")))
 
 
 def kernel_columns(columns, rows):
@@ -225,7 +259,8 @@ _COUNTED = ("mss", "per_conn", "rwnd", "options")
 HOLD_ROWS = 1 << 14
 #: the parts of :class:`HostFacts` with a row or more per connection, kept in its spool as
 #: :func:`reduce_connections` gives them (and "legs", "flight": kept after a selection)
-_AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps", "cc")
+_AS_REDUCED = ("flight_conns", "request", "response", "close", "timeouts", "syn_gaps", "cc",
+               "flight_ts")
 #: the spooled parts that are Series
 _SERIES = ("request", "response", "close", "syn_gaps")
 
@@ -272,6 +307,7 @@ def _parts(r):
         "syn_gaps": pl.Series("gap", r["syn_gaps"]),
         "spa": r["spa"],
         "cc": r["cc"],
+        "flight_ts": r["flight_ts"],
         "exchanges": pl.Series("exchanges", r["exchanges"][r["exchanges"] >= 0]),
     }
 
@@ -407,6 +443,16 @@ class HostFacts:
         where = vantage(legs)
         iw, iw_n = _initial_window(self.spool.frames("hosts.flight"),
                                    self.spool.frames("hosts.flight_conns"), legs, seg)
+        observable = where == "sender"
+        iw_quality = {}
+        if not observable:
+            echoed = self._all("flight_ts")
+            echo_iw, echo_n = _window_of_flights(
+                echoed["flight"].to_numpy() if echoed is not None else np.zeros(0), seg)
+            if echo_n >= min_flows:
+                iw, iw_n, observable = echo_iw, echo_n, True
+                iw_quality["initial_window"] = (
+                    f"ok: {echo_n:,} first flights marked by their timestamp echoes")
         timeouts = self._all("timeouts")
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
@@ -417,7 +463,7 @@ class HostFacts:
             segment_size=None if seg is None else int(seg),
             initial_window=iw if iw_n >= min_flows else None,
             initial_window_flows=iw_n,
-            initial_window_observable=where == "sender",
+            initial_window_observable=observable,
             receiver_window=_receiver_window(self._all("rwnd")),
             min_rto_s=rto,
             rto_samples=rto_n,
@@ -433,7 +479,7 @@ class HostFacts:
             window_scale=wscale,
             **_app_delays({name: self._all(name) for name in ("request", "response", "close")},
                           sender_side=where == "sender"),
-            quality={"segment_size": seg_quality,
+            quality={"segment_size": seg_quality, **iw_quality,
                      "congestion_control": congestion.quality(cc, cc_evidence)},
             congestion_control=cc,
             congestion_control_confidence=cc_confidence,
@@ -458,8 +504,10 @@ def plausible(hosts):
 
     - initial window: at a vantage point behind the bottleneck the first flight cannot be told
       from what it released, so the estimate is a lower bound; where the handshakes show a Linux
-      stack (SACK, timestamps, window scaling) and the bound does not exceed Linux's, the value
-      is Linux's :data:`LINUX_INITIAL_WINDOW` (flagged ``default``, the bound in the reason);
+      stack (SACK and window scaling; timestamps may be off) and the bound does not exceed
+      Linux's, the value
+      is Linux's :data:`LINUX_INITIAL_WINDOW` (flagged ``default``, the bound in the reason;
+      where the timestamp echoes mark the first flights, :func:`_echo_flights`, it is observed);
     - minimum RTO below :data:`STACK_MIN_RTO_S`, or above the initial RTO: no stack's floor (the
       "timeouts" were other retransmissions); dropped (the replay keeps its profile's);
     - initial RTO below :data:`STACK_INITIAL_RTO_S`: duplicate SYN/ACKs are not a timer;
@@ -470,9 +518,8 @@ def plausible(hosts):
     if iw is None:
         q["initial_window"] = "unknown: no connection sent beyond its first flight"
     elif hosts.initial_window_observable:
-        q["initial_window"] = "ok"
-    elif hosts.sack and hosts.timestamps and hosts.window_scale is not None \
-            and iw <= LINUX_INITIAL_WINDOW:
+        q.setdefault("initial_window", "ok")
+    elif hosts.sack and hosts.window_scale is not None and iw <= LINUX_INITIAL_WINDOW:
         q["initial_window"] = (f"default: Linux's {LINUX_INITIAL_WINDOW} segments (RFC 6928); "
                                "behind the bottleneck the first flight queues with the segments "
                                f"it releases, the capture shows at least {iw:g}")
@@ -584,8 +631,14 @@ def _initial_window(points, conns, legs, seg):
         ok = (some_conns.join(flights, on="conn", how="left")
               .filter(pl.col("flight").is_not_null() & (pl.col("total") > pl.col("flight"))))
         flight.append(ok["flight"].to_numpy())
-    flight = np.concatenate(flight) if flight else np.zeros(0)
-    if flight.size == 0:
+    return _window_of_flights(np.concatenate(flight) if flight else np.zeros(0), seg)
+
+
+def _window_of_flights(flight, seg):
+    """``(initial window in segments, flights)`` of first-flight sizes ``flight`` (bytes) of
+    connections that sent beyond them, ``seg`` bytes a segment: the common size among the largest
+    flights."""
+    if flight.size == 0 or not seg:
         return None, 0
     segments = np.ceil(flight / seg)
     # A first flight ends when the window is used up or when the application had nothing more to
