@@ -52,7 +52,7 @@ def alpha(tmp_path_factory):
 
 def _ranged(table, cuts, idle):
     ranges = row_ranges(table, table.num_rows, 0, cuts)
-    parts = [range_part((r, idle, True, 1 << 14, i == len(ranges) - 1, None))
+    parts = [range_part((r, idle, True, 1 << 14, i == len(ranges) - 1, None, False))
              for i, r in enumerate(ranges)]
     return parts, merge_ranges(parts, idle_timeout=idle, timestamps=True)
 
@@ -145,3 +145,25 @@ def test_a_table_in_memory_splits_too():
     packets = read_packets(path)
     whole = flows(packets)
     assert range_flows(packets, ranges=plan_ranges(packets, 4), workers=1).equals(whole)
+
+
+def test_rtt_samples_through_ranges(alpha):
+    """The RTT samples table (``rtt --samples``) from ranges: the one-pass samples, every
+    column (frame numbers too), with cuts inside handshakes."""
+    from traceflow.flows import flows_with_rtt_samples
+
+    table, _, special = alpha
+    whole, samples = flows_with_rtt_samples(table, idle_timeout=300.0)
+    points = special["handshake"]
+    ranges = row_ranges(table, table.num_rows, 0, [points[len(points) // 3],
+                                                   points[2 * len(points) // 3]])
+    parts = [range_part((r, 300.0, True, 1 << 14, i == len(ranges) - 1, None, True))
+             for i, r in enumerate(ranges)]
+    got, got_samples = merge_ranges(parts, idle_timeout=300.0, timestamps=True,
+                                    want_samples=True)
+    assert got.equals(whole)
+    assert got_samples.height > 10_000 and got_samples.equals(samples)
+    path = shared_path("captures", "slips_test-cc-capture-1.pcap")
+    one = flows_with_rtt_samples(path)
+    split = range_flows(path, ranges=plan_ranges(path, 3), workers=1, want_samples=True)
+    assert split[0].equals(one[0]) and split[1].equals(one[1])

@@ -142,7 +142,8 @@ def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_s
                         reorder, workers=workers)[0]
 
 
-def _range_table(packets, idle_timeout, timestamps, batch_size, workers, executor, scheduler):
+def _range_table(packets, idle_timeout, timestamps, batch_size, workers, executor, scheduler,
+                 want_samples=False):
     """The flow table of a path from ranges of its records (:func:`traceflow.scale.ranges.
     range_flows`), or None when it does not split (read it in one pass)."""
     if not isinstance(packets, (str, Path)):
@@ -152,14 +153,21 @@ def _range_table(packets, idle_timeout, timestamps, batch_size, workers, executo
 
     return range_flows(packets, workers=workers, idle_timeout=idle_timeout,
                        timestamps=timestamps, batch_size=batch_size, executor=executor,
-                       scheduler=scheduler)
+                       scheduler=scheduler, want_samples=want_samples)
 
 
 def flows_with_rtt_samples(packets, *, idle_timeout=300.0, partitions=1, timestamps=True,
-                           batch_size=BATCH_ROWS, reorder=None, notes=None):
+                           batch_size=BATCH_ROWS, reorder=None, notes=None, workers=1,
+                           executor="local", scheduler=None):
     """:func:`flows` and, from the same pass, every passive RTT sample: a DataFrame with
     :data:`traceflow.flows.pathrtt.SAMPLE_SCHEMA` (``connection`` is the ``flow_id``), by time.
-    ``notes``: a list that gets the re-ordering report (:meth:`FlowStream.report`)."""
+    ``notes``: a list that gets the re-ordering report (:meth:`FlowStream.report`).
+    ``workers``, ``executor``, ``scheduler``: ranges of the input's records, as :func:`flows`."""
+    if workers > 1 and partitions == 1:
+        tables = _range_table(packets, idle_timeout, timestamps, batch_size, workers, executor,
+                              scheduler, want_samples=True)
+        if tables is not None:
+            return tables
     return _flow_tables(packets, idle_timeout, partitions, timestamps, True, batch_size, reorder,
                         notes)
 

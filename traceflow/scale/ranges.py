@@ -145,9 +145,10 @@ class RangeStream(FlowStream):
     be border ones: the open ones and the head ones (those of connections that ended otherwise
     are dropped as they end)."""
 
-    def __init__(self, *, idle_timeout, timestamps, first_frame=1, head=False, border=False):
+    def __init__(self, *, idle_timeout, timestamps, first_frame=1, head=False, border=False,
+                 want_samples=False):
         super().__init__(idle_timeout=idle_timeout, timestamps=timestamps,
-                         keep_fields=(*_BORDER_FIELDS, "first_fwd", *_PAIR[:-1]))
+                         want_samples=want_samples, keep_fields=(*_BORDER_FIELDS, "first_fwd", *_PAIR[:-1]))
         self.rows = first_frame - 1
         self.head = head
         self.border = border
@@ -221,12 +222,14 @@ def range_part(task):
     :data:`_BORDER_FIELDS` for the border candidates), ``packets`` (the prepared packets of
     the border candidates, in capture order, with ``conn``; with ``spool``, a directory, the
     Arrow IPC file under it that holds them), the range's first and last timestamps (ns), ``monotone`` and ``trace_end``
-    (its last IP packet's timestamp)."""
+    (its last IP packet's timestamp) and, with ``want_samples``, ``samples``: the RTT samples
+    of its connections (:func:`traceflow.flows.pathrtt.path_samples`, by ``conn``)."""
     from traceflow.scale.prefetch import Prefetch
 
-    r, idle_timeout, timestamps, batch_size, last, spool = task
+    r, idle_timeout, timestamps, batch_size, last, spool, want_samples = task
     stream = RangeStream(idle_timeout=idle_timeout, timestamps=timestamps,
-                         first_frame=r.first_frame, head=r.index > 0, border=True)
+                         first_frame=r.first_frame, head=r.index > 0, border=True,
+                         want_samples=want_samples)
     with Prefetch(stream.prepare(b) for b in _range_batches(r, batch_size)) as ready:
         for prepared in ready:
             stream.consume(prepared)
@@ -234,7 +237,7 @@ def range_part(task):
     rows = stream.flow_rows().with_columns(tail=(pl.col("at_end") == 1) & (not last),
                                            head=pl.col("head") == 1)
     candidate = pl.col("head") | pl.col("tail")
-    keys = [*_BORDER_FIELDS, *_PAIR[:-1], "conn", "tail", "first_fwd"]
+    keys = [*_BORDER_FIELDS, *_PAIR[:-1], "tail", "first_fwd"]
     rows = rows.with_columns(pl.when(candidate).then(pl.col(c)).alias(c) for c in keys)
     conns = rows.filter(candidate)["conn"]
     packets = None
@@ -246,7 +249,7 @@ def range_part(task):
             packets = str(path)
     return {"rows": rows, "packets": packets, "first_ts": stream.first_ts,
             "last_ts": stream.prev_ts, "monotone": stream.monotone,
-            "trace_end": stream.trace_end}
+            "trace_end": stream.trace_end, "samples": stream.path_samples()}
 
 
 def _stitched(parts, idle_ns):
@@ -262,7 +265,7 @@ def _stitched(parts, idle_ns):
     with a SYN whose ISN differs from the base of its direction in the latest such tail
     (itself no head connection, so its row is the one-pass connection's) replaces that tail's
     connection in one pass too (a new ISN): not matched."""
-    rows = pl.concat([p["rows"].filter(pl.col("conn").is_not_null())
+    rows = pl.concat([p["rows"].filter(pl.col("head").is_not_null())
                       .select("conn", "head", "tail", *_BORDER_FIELDS[2:], "first_fwd", *_PAIR,
                               "start", "end", range=pl.lit(k, pl.Int64))
                       for k, p in enumerate(parts)])
@@ -293,11 +296,12 @@ def _stitched(parts, idle_ns):
                       .with_columns(force=pl.lit(True))]).unique(["range", "conn"])
 
 
-def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS):
+def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS, want_samples=False):
     """The flow table of the whole input from its ranges' :func:`range_part` results, in
     order: their rows and the matched border connections' rows, fed again as one stream
-    (:func:`_stitched`). None when the timestamps ran backwards somewhere (the ranges cannot
-    be stitched exactly)."""
+    (:func:`_stitched`). With ``want_samples``, ``(table, RTT samples)`` as
+    :func:`traceflow.flows.flows_with_rtt_samples` makes them. None when the timestamps ran
+    backwards somewhere (the ranges cannot be stitched exactly)."""
     stamped = [p for p in parts if p["first_ts"] is not None]
     if not all(p["monotone"] for p in stamped) or any(
             a["last_ts"] > b["first_ts"] for a, b in zip(stamped, stamped[1:])):
@@ -305,11 +309,14 @@ def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS):
     idle_ns = int(round(idle_timeout * 1e9))
     trace_end = stamped[-1]["trace_end"] if stamped else None
     again = _stitched(parts, idle_ns)
-    stitch = RangeStream(idle_timeout=idle_timeout, timestamps=timestamps)
-    tables = []
+    stitch = RangeStream(idle_timeout=idle_timeout, timestamps=timestamps,
+                         want_samples=want_samples)
+    tables, samples = [], []
     for k, p in enumerate(parts):
         mine = again.filter(pl.col("range") == k).drop("range")
-        rows = p["rows"].join(mine, on="conn", how="anti")
+        rows = p["rows"].join(mine, on="conn", how="anti").with_columns(src=pl.lit(k))
+        if want_samples and p["samples"] is not None:
+            samples.append((k, p["samples"].join(mine, on="conn", how="anti")))
         if p["packets"] is not None and mine.height:
             firsts = p["rows"].join(mine, on="conn").select(
                 "conn", frame="first_frame", force=pl.col("force").cast(pl.UInt8))
@@ -332,21 +339,33 @@ def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS):
                                         .otherwise("close")))
     stitch.trace_end = trace_end
     stitch.finish()
-    tables.append(stitch.flow_rows())
-    columns = [c for c in FLOW_SCHEMA if c != "flow_id"] + ["first_frame"]
+    tables.append(stitch.flow_rows().with_columns(src=pl.lit(-1)))
+    if want_samples and stitch.samples:
+        samples.append((-1, stitch.path_samples()))
+    columns = [c for c in FLOW_SCHEMA if c != "flow_id"] + ["first_frame", "src", "conn",
+                                                             "client_is_a"]
     table = pl.concat([t.select(columns) for t in tables], how="vertical")
     table = table.sort([*SORT_KEY[:-1], "first_frame"], nulls_last=True, maintain_order=True)
-    return table.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64)).select(
-        list(FLOW_SCHEMA))
+    table = table.with_columns(flow_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    if not want_samples:
+        return table.select(list(FLOW_SCHEMA))
+    from traceflow.flows.pathrtt import labelled_samples
+
+    keys = table.select("src", "conn", "flow_id", "client_is_a")
+    labelled = [labelled_samples(path, keys.filter(pl.col("src") == k).drop("src"))
+                for k, path in samples] or [labelled_samples(None, keys)]
+    return (table.select(list(FLOW_SCHEMA)),
+            pl.concat(labelled).sort("ts", "connection", maintain_order=True))
 
 
 def range_flows(source, *, ranges=None, workers=2, idle_timeout=300.0, timestamps=True,
-                batch_size=BATCH_ROWS, executor="local", scheduler=None):
+                batch_size=BATCH_ROWS, executor="local", scheduler=None, want_samples=False):
     """The flow table of ``source`` (as :func:`traceflow.flows.flows` makes it in one pass)
     from ``ranges`` (:func:`plan_ranges`, by default ``workers`` of them) decoded by
     ``workers`` processes (``executor`` ``"dask"``: tasks on ``scheduler`` or a local Dask
     cluster; only the results come back). None when ``source`` does not split (one range) or
-    its timestamps run backwards: make it in one pass then."""
+    its timestamps run backwards: make it in one pass then. ``want_samples``: ``(table, RTT
+    samples)`` as :func:`traceflow.flows.flows_with_rtt_samples` makes them."""
     from traceflow.scale.parallel import map_tasks
 
     ranges = plan_ranges(source, workers) if ranges is None else ranges
@@ -358,9 +377,10 @@ def range_flows(source, *, ranges=None, workers=2, idle_timeout=300.0, timestamp
     # feeds again); a Dask worker sends them back with its result
     with tempfile.TemporaryDirectory(prefix="traceflow-ranges-") as spool:
         tasks = [(r, idle_timeout, timestamps, batch_size, i == len(ranges) - 1,
-                  None if executor == "dask" else spool) for i, r in enumerate(ranges)]
+                  None if executor == "dask" else spool, want_samples)
+                 for i, r in enumerate(ranges)]
         parts = map_tasks(range_part, tasks, executor=executor, workers=workers,
                           scheduler=scheduler, progress=False, user_errors=True, label="ranges",
                           first_here=True)
         return merge_ranges(parts, idle_timeout=idle_timeout, timestamps=timestamps,
-                            batch_size=batch_size)
+                            batch_size=batch_size, want_samples=want_samples)
