@@ -395,7 +395,8 @@ def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, prot
     network = infer_network(state.spacing, fl, rate, mean_packet=mean_packet,
                             data_packets=data_packets,
                             retransmissions=int(fl["retransmissions"].fill_null(0).sum()),
-                            path_rtt_s=float(np.median(propagation)) if propagation.size else None)
+                            path_rtt_s=float(np.median(propagation)) if propagation.size else None,
+                            min_rtt_s=float(propagation.min()) if propagation.size else None)
     state.spacing = None
     del fl, tr, pair_rtt
     state.synacks = None

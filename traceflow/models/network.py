@@ -48,6 +48,9 @@ MIN_MODE_SHARE = 0.15
 MODE_WIDTH = 0.03
 #: ... and it is at most this many times the peak 100 ms throughput
 MAX_OVER_PEAK = 2.0
+#: the largest packet a bin's peak may hold partly (bytes): the lower bound on the rate takes one
+#: away
+MAX_PACKET = 1500
 #: a token bucket shows when at least this share of the idle gaps is followed by a line-rate one
 MIN_BURST_SHARE = 0.2
 #: the queueing delay of a full buffer: this quantile of the handshakes' excess delay
@@ -216,30 +219,51 @@ def service_rate(spacing, peak_bps, peaks):
             and spaced <= MAX_OVER_PEAK * (peak_100ms or math.inf)):
         return spaced, (f"{share:.0%} of {gaps:,} gaps between large packets are {per_byte:.4g} "
                         "ns per IP byte (back to back at the bottleneck)"), "ok"
-    return peak_bps, ("peak throughput (no back-to-back spacing of a busy link: "
-                      + (f"{share:.0%} of {gaps:,} gaps near {spaced / 1e6:.4g} Mbit/s"
-                         if gaps else "no large packets") + ")"), \
-        ("guess: the peak throughput (upstream of the bottleneck it holds packets the queue "
-         "dropped; on a link never saturated the link is faster)")
+    # a bin of w seconds that holds B bytes saw at least B - one packet go through: the link
+    # runs at (B - L) / w or faster, at every scale (a sparse capture's 1 s or 10 ms peaks
+    # bound it above the estimate of bins that hold 100 packets)
+    bound, scale = peak_bps, "the peak-rate estimate"
+    for label, width in (("10ms", 0.01), ("100ms", 0.1), ("1s", 1.0)):
+        if label in peaks:
+            r = peaks[label] - 8 * MAX_PACKET / width
+            if r > bound:
+                bound, scale = r, f"the peak {label} throughput less one {MAX_PACKET}-byte packet"
+    return bound, (f"{scale} (no back-to-back spacing of a busy link: "
+                   + (f"{share:.0%} of {gaps:,} gaps near {spaced / 1e6:.4g} Mbit/s"
+                      if gaps else "no large packets") + ")"), \
+        ("guess: a lower bound from the throughput (upstream of the bottleneck it holds packets "
+         "the queue dropped; on a link never saturated the link is faster)")
 
 
 def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmissions,
-                  path_rtt_s=None, segment=None):
+                  path_rtt_s=None, min_rtt_s=None, segment=None):
     """The :class:`~traceflow.models.model.Network` of a capture.
 
     ``spacing``: the capture's :class:`Spacing`; ``flows``: the flow table (see
     :func:`queue_delays`); ``rate``: :func:`service_rate`'s ``(rate, evidence, quality)``;
     ``mean_packet``: mean data packet (IP bytes); ``data_packets``, ``retransmissions``: counts of
     the capture (data-direction packets, and the segments that were retransmissions);
-    ``path_rtt_s``: median path RTT (s), for the default buffer; ``segment``: full segment
-    payload (bytes)."""
+    ``path_rtt_s``: median path RTT (s), for the default buffer; ``min_rtt_s``: the smallest
+    path RTT (s): a mean data packet crossed every link of the path and its answer came back
+    within it, so where the spacing does not show the rate, the rate is at least
+    ``8 mean_packet / min_rtt_s`` (a LAN capture of a few sparse packets: its throughput says
+    kbit/s, its 0.2 ms round trips say Mbit/s); ``segment``: full segment payload (bytes)."""
     rate, rate_evidence, rate_quality = rate
+    if rate_quality != "ok" and min_rtt_s and min_rtt_s > 0 and mean_packet > 0:
+        crossed = 8 * mean_packet / min_rtt_s
+        if not crossed <= rate:
+            rate = crossed
+            rate_evidence = (f"{mean_packet:.0f}-byte packets made round trips of "
+                             f"{min_rtt_s * 1e3:.3g} ms: the path runs at least this fast ("
+                             + rate_evidence + ")")
     evidence, quality = {"rate": rate_evidence}, {"rate": rate_quality}
     per_byte = 8e9 / rate if rate and rate > 0 else math.nan
     # --- buffer
     excess, side = queue_delays(flows)
     loss_share = retransmissions / data_packets if data_packets else 0.0
     full_delay = None
+    seg = segment or 1460
+    floor = MIN_DEFAULT_SEGMENTS * (seg + 40)
     if excess.size >= MIN_HANDSHAKES and math.isfinite(rate or math.nan):
         # a leg that holds a lost and resent ACK (or a host's stall) is no queue: beyond Tukey's
         # far fence of the excesses (the sample's ACK leg: 99 % at 228 ms, the queue's 32 ms)
@@ -252,11 +276,14 @@ def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmis
                               f"({side}); {loss_share:.2%} of the data segments retransmitted")
         quality["buffer"] = ("ok" if loss_share >= MIN_LOSS_SHARE else
                              "lower bound: no loss episodes, the queue may never have filled")
+        if rate_quality != "ok":
+            # bytes from a delay and a guessed rate: no smaller than the default's floor
+            buffer = max(buffer, floor)
+            quality["buffer"] = (f"guess: the delay of a full queue times a guessed rate, at "
+                                 f"least {MIN_DEFAULT_SEGMENTS} segments")
     else:
-        seg = segment or 1460
         rtt = path_rtt_s if path_rtt_s and math.isfinite(path_rtt_s) else 0.1
-        buffer = int(max(MIN_DEFAULT_SEGMENTS * (seg + 40),
-                         (rate / 8 * rtt) if math.isfinite(rate or math.nan) else 0))
+        buffer = int(max(floor, (rate / 8 * rtt) if math.isfinite(rate or math.nan) else 0))
         evidence["buffer"] = (f"{excess.size} handshakes of host pairs with >= "
                               f"{MIN_PAIR_HANDSHAKES}: too few to see the queue")
         quality["buffer"] = ("default: one bandwidth-delay product of the median path RTT, at "
