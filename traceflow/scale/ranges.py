@@ -148,14 +148,15 @@ class RangeStream(FlowStream):
     def __init__(self, *, idle_timeout, timestamps, first_frame=1, head=False, border=False,
                  want_samples=False):
         super().__init__(idle_timeout=idle_timeout, timestamps=timestamps,
-                         want_samples=want_samples, keep_fields=(*_BORDER_FIELDS, "first_fwd", *_PAIR[:-1]))
+                         want_samples=want_samples,
+                         keep_fields=(*_BORDER_FIELDS, "first_fwd", *_PAIR[:-1]))
         self.rows = first_frame - 1
         self.head = head
         self.border = border
         self.first_ts = self.prev_ts = None
         self.monotone = True
         self.firsts = []        # (conn, first_frame) of the connections opened
-        self.kept, self.kept_rows, self.pruned_rows = [], 0, 0
+        self.kept, self.kept_rows, self.pruned_rows = [], 0, 0  # (packets, their conns)
         self.dead = []          # conns ended not as head ones, whose packets can go
         self.on_packets = self._packets
 
@@ -175,7 +176,7 @@ class RangeStream(FlowStream):
         fresh = out["fresh"].view(np.bool_)
         self.firsts.append((out["conn"][fresh], done["frame"].to_numpy()[fresh]))
         if self.border:
-            self.kept.append(done.drop("sweep", "pos").hstack([pl.Series("conn", out["conn"])]))
+            self.kept.append((done.drop("sweep", "pos"), out["conn"]))
             self.kept_rows += done.height
 
     def _collect(self):
@@ -186,11 +187,30 @@ class RangeStream(FlowStream):
         ended = self.waiting[-1]
         self.dead.append(ended.filter((pl.col("head") == 0) & (pl.col("at_end") == 0))["conn"])
         if self.kept_rows > 2 * self.pruned_rows + BATCH_ROWS:
-            # amortised: the kept packets are filtered when they have doubled since
-            dead = pl.concat(self.dead).implode()
-            kept = pl.concat(self.kept).filter(~pl.col("conn").is_in(dead))
-            self.kept, self.kept_rows = [kept], kept.height
-            self.pruned_rows, self.dead = kept.height, []
+            # amortised: the kept packets are filtered when they have doubled since, batch by
+            # batch (a batch with no dead connection is not copied)
+            self.kept = self._kept(np.concatenate([d.to_numpy() for d in self.dead]), False)
+            self.kept_rows = self.pruned_rows = sum(conns.size for _, conns in self.kept)
+            self.dead = []
+
+    def _kept(self, conns, keep):
+        """The kept batches with the packets of ``conns`` only (``keep``) or without them."""
+        out = []
+        for packets, of in self.kept:
+            mask = np.isin(of, conns, invert=not keep)
+            if mask.all():
+                out.append((packets, of))
+            elif mask.any():
+                out.append((packets.filter(pl.Series(mask)), of[mask]))
+        return out
+
+    def border_packets(self, conns):
+        """The kept packets of the connections ``conns`` (a Series), with ``conn``, in capture
+        order; None without any."""
+        kept = self._kept(conns.to_numpy(), True)
+        if not kept:
+            return None
+        return pl.concat([packets.hstack([pl.Series("conn", of)]) for packets, of in kept])
 
     def flow_rows(self):
         """Every finished connection's row with ``head``, ``at_end``, ``conn`` and
@@ -221,9 +241,10 @@ def range_part(task):
     ``head``, ``tail``, the endpoint pair, ``conn`` and the splitter's row fields
     :data:`_BORDER_FIELDS` for the border candidates), ``packets`` (the prepared packets of
     the border candidates, in capture order, with ``conn``; with ``spool``, a directory, the
-    Arrow IPC file under it that holds them), the range's first and last timestamps (ns), ``monotone`` and ``trace_end``
-    (its last IP packet's timestamp) and, with ``want_samples``, ``samples``: the RTT samples
-    of its connections (:func:`traceflow.flows.pathrtt.path_samples`, by ``conn``)."""
+    Arrow IPC file under it that holds them), the range's first and last timestamps (ns),
+    ``monotone``, ``trace_end`` (its last IP packet's timestamp) and, with ``want_samples``,
+    ``samples``: the RTT samples of its connections
+    (:func:`traceflow.flows.pathrtt.path_samples`, by ``conn``)."""
     from traceflow.scale.prefetch import Prefetch
 
     r, idle_timeout, timestamps, batch_size, last, spool, want_samples = task
@@ -239,10 +260,8 @@ def range_part(task):
     candidate = pl.col("head") | pl.col("tail")
     keys = [*_BORDER_FIELDS, *_PAIR[:-1], "tail", "first_fwd"]
     rows = rows.with_columns(pl.when(candidate).then(pl.col(c)).alias(c) for c in keys)
-    conns = rows.filter(candidate)["conn"]
-    packets = None
-    if conns.len() and stream.kept:
-        packets = pl.concat(stream.kept).filter(pl.col("conn").is_in(conns.implode()))
+    packets = stream.border_packets(rows.filter(candidate)["conn"])
+    if packets is not None:
         if spool is not None:   # the merge reads back only the connections it feeds again
             path = Path(spool) / f"range-{r.index}.arrow"
             packets.write_ipc(path)
