@@ -186,9 +186,9 @@ class RangeStream(FlowStream):
             return
         ended = self.waiting[-1]
         self.dead.append(ended.filter((pl.col("head") == 0) & (pl.col("at_end") == 0))["conn"])
-        if self.kept_rows > 2 * self.pruned_rows + BATCH_ROWS:
-            # amortised: the kept packets are filtered when they have doubled since, batch by
-            # batch (a batch with no dead connection is not copied)
+        if self.kept_rows > 1.25 * self.pruned_rows + BATCH_ROWS:
+            # amortised: the kept packets are filtered when they have grown by a quarter since,
+            # batch by batch (a batch with no dead connection is not copied)
             self.kept = self._kept(np.concatenate([d.to_numpy() for d in self.dead]), False)
             self.kept_rows = self.pruned_rows = sum(conns.size for _, conns in self.kept)
             self.dead = []
