@@ -167,3 +167,16 @@ def test_rtt_samples_through_ranges(alpha):
     one = flows_with_rtt_samples(path)
     split = range_flows(path, ranges=plan_ranges(path, 3), workers=1, want_samples=True)
     assert split[0].equals(one[0]) and split[1].equals(one[1])
+
+
+def test_ranges_without_ip_packets():
+    """Ranges holding no IP packet (the last one, or all): the one-pass table, empty or not."""
+    from traceflow.pcap.reader import read_packets
+
+    packets = pl.from_arrow(read_packets(shared_path("captures", "zeek_http_bro.org.pcap")))
+    for last_ip in (-1, 400):
+        table = packets.with_columns(ip_version=pl.when(pl.int_range(pl.len()) <= last_ip)
+                                     .then("ip_version")).to_arrow()
+        whole = flows(table)
+        assert whole.height == (0 if last_ip < 0 else 6)
+        assert range_flows(table, ranges=plan_ranges(table, 3), workers=1).equals(whole)

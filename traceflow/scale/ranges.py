@@ -350,7 +350,7 @@ def merge_ranges(parts, *, idle_timeout, timestamps, batch_size=BATCH_ROWS, want
             for batch in packets.iter_slices(batch_size):
                 stitch.consume(stitch._split(batch))
         # a tail no later range continues: its close as at the end of the whole input
-        quiet = trace_end - pl.col("end").dt.epoch("ns") <= idle_ns
+        quiet = pl.lit(trace_end, pl.Int64) - pl.col("end").dt.epoch("ns") <= idle_ns
         tables.append(rows.with_columns(close=pl.when(pl.col("tail").fill_null(False)
                                                       & pl.col("close").is_in(["EOF", "IDLE"]))
                                         .then(pl.when(quiet).then(pl.lit("EOF"))
