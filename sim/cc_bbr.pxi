@@ -730,10 +730,3 @@ cdef class Bbr(CongestionOps):
         """The state log (``record``): rows of LOG_COLUMNS; gains in 1/256, bw in segments per
         microsecond << 24, pacing_rate in bytes/s."""
         return list(self.log)
-
-    def state(self, TcpSender s):
-        """(mode, pacing_gain, cwnd_gain, bw in payload bit/s, min_rtt s) of sender ``s``."""
-        return (("startup", "drain", "probe_bw", "probe_rtt")[self.mode],
-                self.pacing_gain / BBR_UNIT, self.cur_cwnd_gain / BBR_UNIT,
-                self._bw() * s.mss * 8 * 1e6 / BW_UNIT,
-                self.min_rtt_us * 1e-6 if self.min_rtt_us != NO_MIN_RTT else float("nan"))
