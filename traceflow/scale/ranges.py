@@ -156,7 +156,9 @@ class RangeStream(FlowStream):
         self.first_ts = self.prev_ts = None
         self.monotone = True
         self.firsts = []        # (conn, first_frame) of the connections opened
-        self.kept, self.kept_rows, self.pruned_rows = [], 0, 0  # (packets, their conns)
+        # (packets, their conns, which of them may still be needed): copied only when less
+        # than half of a batch may, so each packet is copied about once at most
+        self.kept, self.kept_rows, self.pruned_rows = [], 0, 0
         self.dead = []          # conns ended not as head ones, whose packets can go
         self.on_packets = self._packets
 
@@ -176,7 +178,7 @@ class RangeStream(FlowStream):
         fresh = out["fresh"].view(np.bool_)
         self.firsts.append((out["conn"][fresh], done["frame"].to_numpy()[fresh]))
         if self.border:
-            self.kept.append((done.drop("sweep", "pos"), out["conn"]))
+            self.kept.append((done.drop("sweep", "pos"), out["conn"], None))
             self.kept_rows += done.height
 
     def _collect(self):
@@ -186,31 +188,29 @@ class RangeStream(FlowStream):
             return
         ended = self.waiting[-1]
         self.dead.append(ended.filter((pl.col("head") == 0) & (pl.col("at_end") == 0))["conn"])
-        if self.kept_rows > 1.25 * self.pruned_rows + BATCH_ROWS:
-            # amortised: the kept packets are filtered when they have grown by a quarter since,
-            # batch by batch (a batch with no dead connection is not copied)
-            self.kept = self._kept(np.concatenate([d.to_numpy() for d in self.dead]), False)
-            self.kept_rows = self.pruned_rows = sum(conns.size for _, conns in self.kept)
-            self.dead = []
-
-    def _kept(self, conns, keep):
-        """The kept batches with the packets of ``conns`` only (``keep``) or without them."""
-        out = []
-        for packets, of in self.kept:
-            mask = np.isin(of, conns, invert=not keep)
-            if mask.all():
-                out.append((packets, of))
-            elif mask.any():
-                out.append((packets.filter(pl.Series(mask)), of[mask]))
-        return out
+        if self.kept_rows > 1.5 * self.pruned_rows + BATCH_ROWS:
+            # amortised: the ended connections are marked when the kept packets have grown by
+            # half since; a batch is copied when less than half of it is still needed
+            dead = np.concatenate([d.to_numpy() for d in self.dead])
+            kept = []
+            for packets, of, alive in self.kept:
+                alive = np.isin(of, dead, invert=True) & (True if alive is None else alive)
+                if alive.mean() >= 0.5:
+                    kept.append((packets, of, None if alive.all() else alive))
+                elif alive.any():
+                    kept.append((packets.filter(pl.Series(alive)), of[alive], None))
+            self.kept, self.dead = kept, []
+            self.kept_rows = self.pruned_rows = sum(of.size for _, of, _ in kept)
 
     def border_packets(self, conns):
         """The kept packets of the connections ``conns`` (a Series), with ``conn``, in capture
         order; None without any."""
-        kept = self._kept(conns.to_numpy(), True)
-        if not kept:
-            return None
-        return pl.concat([packets.hstack([pl.Series("conn", of)]) for packets, of in kept])
+        out = []
+        for packets, of, _ in self.kept:
+            mask = np.isin(of, conns.to_numpy())
+            if mask.any():
+                out.append(packets.filter(pl.Series(mask)).hstack([pl.Series("conn", of[mask])]))
+        return pl.concat(out) if out else None
 
     def flow_rows(self):
         """Every finished connection's row with ``head``, ``at_end``, ``conn`` and
