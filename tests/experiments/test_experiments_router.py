@@ -57,6 +57,10 @@ def test_six_dt_fairer_than_mix_dt_at_high_short_load(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 45: on ns-2 of 2003's timers (the replay's era "
+                   "set-up) K moves +10.3 % (R1) and +11.6 % (R2) with the other router on; the "
+                   "pre-era replay (2c21fed) gives -38 % / +18 % on today's simulator build, so "
+                   "the +6..10 % measured earlier no longer holds on either (claim 10 fails too)")
 def test_capm_k_unaffected_by_the_other_router():
     # Lemma 1 needs chips long against the aggregate's response time and a small total drop
     # rate: with T_c = 4 s and A = 10 drops/s each router's K moves < 10 % when the other

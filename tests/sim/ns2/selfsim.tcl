@@ -66,6 +66,8 @@ for {set i 0} {$i < $P(clients)} {incr i} {
 }
 
 set qmon [$ns monitor-queue $g1 $g2 ""]
+# time integral of the queue's bytes (mean_queue_bytes)
+set bint [$qmon get-bytes-integrator]
 set out [open $P(series) w]
 set last 0
 proc sample {} {
@@ -82,6 +84,8 @@ proc finish {} {
   set arr [$qmon set parrivals_]
   puts "arrivals $arr"
   puts "drops [$qmon set pdrops_]"
+  $::bint newpoint [$::ns now] [$qmon set size_]
+  puts "mean_queue_bytes [expr {[$::bint set sum_] / $P(duration)}]"
   puts "loss_rate [expr {double([$qmon set pdrops_]) / $arr}]"
   puts "utilization [expr {8.0 * [$qmon set bdepartures_] / $P(duration) / [$::ns bw_parse $P(rate)]}]"
   puts "requests $nreq"

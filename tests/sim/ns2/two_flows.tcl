@@ -4,11 +4,12 @@
 # Prints "key value" lines: per-flow goodput (packets acknowledged) and the bottleneck counts.
 array set P {
   rtt0 1.0 rtt1 0.1 queue DropTail limit 24 rate 800kb bneck_delay 1ms
-  pkt 960 window 20 iw 2 minrto 0.2 tick 0.01 syn true delay_growth false flavor Reno
-  red_min 5 red_max 15 red_wq 0.002 red_maxp 0.02 red_gentle false red_wait true red_bytes false
+  pkt 960 window 20 iw 2 minrto 1 tick 0.01 rtxcur_init 6.0 syn true delay_growth false flavor Reno
+  red_min 5 red_max 15 red_wq 0.002 red_maxp 0.02 red_gentle true red_wait true red_bytes false
   duration 150 seed 1 start_spread 1.0
 }
 source [file join [file dirname [info script]] common.tcl]
+Agent/TCP set rtxcur_init_ $P(rtxcur_init)
 red_defaults
 
 set r1 [$ns node]
