@@ -79,8 +79,10 @@ def command(flows, column, threshold, bootstrap, seed, min_tail, discrete, filte
         click.echo(f"chi-square   alpha = {c.alpha:.3f}  beta = {c.beta:.4g}  above {c.threshold:g}: "
                    f"chi2 = {c.chi2:.1f} on {c.dof} dof, p = {c.p_value:.3g}")
     for alt, r in report.lr.items():
-        click.echo(f"vs {alt:12s} R = {r['R']:.2f}  normalized = {r['normalized']:.2f}  "
-                   f"p = {r['p']:.3g}  -> favours {r['favours']}")
+        verdict = ("inconclusive (p > 0.1: the sign of R may be chance)"
+                   if r["favours"] == "inconclusive" else f"favours {r['favours']}")
+        click.echo(f"vs {alt:12s} R = {r['R']:.4g}  normalized = {r['normalized']:.3g}  "
+                   f"p = {r['p']:.3g}  -> {verdict}")
     if report.bootstrap:
         b = report.bootstrap
         click.echo(f"bootstrap    p = {b['p']:.3f} ({b['reps']} replicates, seed {b['seed']})")

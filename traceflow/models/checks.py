@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 from traceflow.errors import TraceflowError
+from traceflow.models.fit import MIN_TAIL
+from traceflow.stats.hurst import disagreement
 from traceflow.stats.quality import Quality, hurst_quality, levels_quality, tail_quality
 
 #: complete TCP transfers a replayable model needs: with fewer, the size distribution is a handful
@@ -64,10 +66,24 @@ def model_quality(model):
     for name, dist in (("size_tail", model.sizes), ("lifetime_tail", model.lifetimes)):
         if dist is not None and dist.tail is not None:
             out[name] = tail_quality(dist.tail.n_tail, dist.tail.ks)
+        elif dist is not None:
+            what = "transfer sizes" if name == "size_tail" else "lifetimes"
+            out[name] = Quality().add(
+                "not_fitted", f"no Pareto tail fitted to the {dist.n} {what} (fewer than "
+                              f"{2 * MIN_TAIL} positive values, or none fits): the replay draws "
+                              "only from the measured values, never beyond the largest")
     n = int(round(model.span.duration_s / model.series_bin_s)) if model.series_bin_s else 0
     for method, H in (model.hurst or {}).items():
         out[f"hurst_{method}"] = hurst_quality(H, n, method)
+    spread = disagreement(model.hurst or {})
+    if spread:
+        out["hurst"] = Quality().add("disagree", spread)
     if model.levels is not None:
-        transitions = int(sum(sum(row[:-1]) for row in model.levels.condprob))
-        out["levels"] = levels_quality(transitions, model.levels.h)
+        table = model.levels.condprob
+        transitions = int(sum(sum(row[:-1]) for row in table))
+        # a level no block falls on has no transition from or to it
+        empty = sum(1 for k in range(model.levels.h)
+                    if not sum(table[k]) and not sum(row[k] for row in table))
+        out["levels"] = levels_quality(transitions, model.levels.h,
+                                       empty=empty if model.levels.mapping == "quantile" else 0)
     return out

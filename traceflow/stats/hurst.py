@@ -492,10 +492,19 @@ def estimate(x, methods=None, *, margin=DISAGREEMENT_MARGIN) -> HurstReport:
     results = {name: _FUNCS[name](x) for name in parse_methods(methods)}
     hs = np.array([r.H for r in results.values()])
     spread = float(hs.max() - hs.min()) if hs.size > 1 else 0.0
-    warning = None
-    if spread > margin:
-        lo = min(results.values(), key=lambda r: r.H)
-        hi = max(results.values(), key=lambda r: r.H)
-        warning = (f"Hurst estimators disagree by {spread:.2f} > {margin:.2f} ({lo.method} "
-                   f"{lo.H:.2f} vs {hi.method} {hi.H:.2f}): the series may be non-stationary")
+    warning = disagreement({r.method: r.H for r in results.values()}, margin)
     return HurstReport(int(x.size), results, spread, warning)
+
+
+def disagreement(estimates, margin=DISAGREEMENT_MARGIN):
+    """The warning :func:`estimate` gives when the finite ``estimates`` ({method: H}) spread by
+    more than ``margin``, else None (``fit`` checks a model's estimates with it too)."""
+    finite = {m: h for m, h in estimates.items() if h is not None and np.isfinite(h)}
+    if len(finite) < 2:
+        return None
+    lo, hi = min(finite, key=finite.get), max(finite, key=finite.get)
+    spread = finite[hi] - finite[lo]
+    if spread <= margin:
+        return None
+    return (f"Hurst estimators disagree by {spread:.2f} > {margin:.2f} ({lo} {finite[lo]:.2f} "
+            f"vs {hi} {finite[hi]:.2f}): the series may be non-stationary")

@@ -177,8 +177,9 @@ class LevelAnalysis:
         for its h x h cells."""
         from traceflow.stats.quality import levels_quality
 
+        empty = int((self.marginal == 0).sum()) if self.method == "quantile" else 0
         return levels_quality(int(self.table[:, :-1].sum()), self.h,
-                              "use fewer --levels or a shorter --scale")
+                              "use fewer --levels or a shorter --scale", empty=empty)
 
     def to_dict(self):
         """JSON-ready summary (lists; NaN stays NaN for the CLI's JSON cleaner)."""

@@ -130,13 +130,18 @@ def hurst_report_quality(report):
     return Quality(flags)
 
 
-def levels_quality(transitions, h, hint=""):
+def levels_quality(transitions, h, hint="", empty=0):
     """Flags of an h × h conditional-level table counted from ``transitions`` block pairs;
-    ``hint`` is appended to the message (what the user can change)."""
+    ``hint`` is appended to the message (what the user can change); ``empty``: levels of a
+    quantile map that no block falls on (its quantile edges coincide on tied values)."""
     q = Quality()
     cells = h * h
     if transitions < MIN_PER_CELL * cells:
         q.add("too_few_points", f"{transitions} transitions fill {h}x{h} = {cells} cells "
                                 f"({transitions / cells:.1f} per cell; Cochran's rule needs "
                                 f"{MIN_PER_CELL})" + (f": {hint}" if hint else ""))
+    if empty:
+        q.add("collapsed", f"{empty} of the {h} quantile levels hold no block: tied values (e.g. "
+                           "empty blocks) share one level, so the table has fewer levels than "
+                           "it shows; use a longer --scale or a linear map")
     return q

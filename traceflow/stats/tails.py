@@ -364,9 +364,13 @@ def likelihood_ratios(x, fit: ParetoFit) -> dict:
     lognormal and exponential fits on the same x ≥ xmin.
 
     For each alternative: ``R`` = Σ (ℓ_pareto − ℓ_alt) (> 0 favours Pareto), ``normalized`` =
-    R / (√n σ) with σ the standard deviation of the pointwise differences, and ``p`` = two-sided
-    p-value erfc(|normalized|/√2) that the sign of R is due to chance (Clauset et al. 2009, §5).
+    R / (√n σ) with σ the standard deviation of the pointwise differences, ``p`` = two-sided
+    p-value erfc(|normalized|/√2) that the sign of R is due to chance (Clauset et al. 2009, §5),
+    and ``favours``: "pareto" or the alternative by the sign of R, "inconclusive" when ``p`` >
+    :data:`~traceflow.stats.quality.LR_P` (0.1; Clauset et al. trust the sign only below it).
     """
+    from traceflow.stats.quality import LR_P
+
     x = _clean(x)
     s = 0.5 if fit.discrete else 0.0
     y = x[x >= fit.xmin] - s
@@ -379,8 +383,9 @@ def likelihood_ratios(x, fit: ParetoFit) -> dict:
         R = float(d.sum())
         sd = float(d.std())
         norm = R / (np.sqrt(d.size) * sd) if sd > 0 else 0.0
-        out[name] = {"R": R, "normalized": norm, "p": float(special.erfc(abs(norm) / np.sqrt(2))),
-                     "favours": "pareto" if R > 0 else name, **params}
+        p = float(special.erfc(abs(norm) / np.sqrt(2)))
+        favours = "inconclusive" if p > LR_P else "pareto" if R > 0 else name
+        out[name] = {"R": R, "normalized": norm, "p": p, "favours": favours, **params}
     return out
 
 
