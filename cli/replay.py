@@ -113,7 +113,7 @@ def settings_lines(settings):
     parts = {"model": [], "scenario": [], "default": []}
     for row in settings:
         mark = ""
-        if row["source"] == "model" and row["quality"] and row["quality"] != "ok":
+        if row["source"] == "model" and row["quality"] and not row["quality"].startswith("ok"):
             mark = f" [{row['quality'].split(':')[0]}]"
         parts[row["source"]].append(f"{row['label']} {value(row)}{mark}")
     heads = {"model": "from the model", "scenario": "from the scenario / --set",

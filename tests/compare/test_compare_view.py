@@ -66,8 +66,10 @@ def test_a_metric_that_cannot_be_computed_is_na_not_fail():
     assert last.startswith("overall: pass") and "n/a (not computable): utilization" in last
     result = json.loads(invoke("compare", capture, capture, "--json").stdout)
     assert result["pass"] and result["failed"] == []
-    # fct: no size bin holds the 30 measured transfers a judged bin needs (30 transfers in all)
-    assert result["not_computed"] == ["utilization", "fct"]
+    # fct: no size bin holds the 30 measured transfers a judged bin needs (30 transfers in all);
+    # levels: too few 2 s blocks for the 64 cells of its table (Cochran's rule)
+    assert result["not_computed"] == ["utilization", "fct", "levels"]
+    assert "Cochran" in result["metrics"]["levels"]["not_judged"]
     assert not any(result["metrics"]["fct"]["judged"])
     assert result["metrics"]["utilization"]["pass"] is None
 

@@ -49,12 +49,12 @@ def test_defaults_path(validated, mode):
 def test_model_found_the_network(validated):
     """The replay used the network the model found, not a default scenario's: the bottleneck's
     rate and buffer from the capture (checked against params.json in
-    tests/models/test_network.py), the Linux initial window flagged as a default."""
+    tests/models/test_network.py), Linux's initial window from the timestamp echoes."""
     run, result, out = validated
     model = result["fitted"]
     assert model.network.quality["buffer"] == "ok" and model.network.quality["rate"] == "ok"
     assert model.hosts.initial_window == 10
-    assert model.hosts.quality["initial_window"].startswith("default")
+    assert model.hosts.quality["initial_window"].startswith("ok: ")
     for mode in ("trace", "model"):
         summary = json.loads((out / mode / "summary.json").read_text())
         used = {r["key"]: r for r in summary["replay"]["settings"]}
@@ -62,7 +62,7 @@ def test_model_found_the_network(validated):
             "key": "topology.bottleneck.queue.limit_bytes", "label": "buffer",
             "value": model.network.buffer_bytes, "format": "bytes", "source": "model",
             "quality": "ok"}
-        assert used["tcp.init_cwnd"]["quality"].startswith("default")
+        assert used["tcp.init_cwnd"]["value"] == 10 and used["tcp.init_cwnd"]["source"] == "model"
 
 
 def _cli(*args):

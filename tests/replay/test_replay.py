@@ -79,16 +79,15 @@ def test_testbed_replay_same_flows(testbed):
 @pytest.fixture(scope="module")
 def self_consistency(tmp_path_factory):
     """A simulator run (the bundled sample: its bottleneck pcap), fitted and replayed from the
-    model with the sample's bottleneck."""
+    model alone (the bottleneck the model found in the capture)."""
     from traceflow.datasets.registry import get
-    from traceflow.demo import REPLAY_SETTINGS
     from traceflow.models.fit import fit
 
     out = tmp_path_factory.mktemp("selfc")
     sample = get("sample-sim-dumbbell").file_path("sim_dumbbell_a135.pcap.gz")
     model = fit([sample])
     model.save(out / "model.json")
-    run = replay(out / "model.json", out / "run", overrides=REPLAY_SETTINGS, seed=3)
+    run = replay(out / "model.json", out / "run", seed=3)
     result = C.compare_paths(sample, out / "run")
     return model, run, result, out
 

@@ -161,8 +161,12 @@ def summary_line(result):
     text = f"overall: {head} ({len(passed)} of {len(judged)} judged metrics within tolerance"
     if result["failed"]:
         text += f"; failed: {', '.join(result['failed'])}"
-    if result["not_computed"]:
-        text += f"; n/a (not computable): {', '.join(result['not_computed'])}"
+    unjudged = [k for k in result["not_computed"] if "not_judged" in metrics[k]]
+    missing = [k for k in result["not_computed"] if k not in unjudged]
+    if missing:
+        text += f"; n/a (not computable): {', '.join(missing)}"
+    for k in unjudged:
+        text += f"; not judged: {k} ({metrics[k]['not_judged']})"
     return text + ")"
 
 
