@@ -63,7 +63,7 @@ def command(input, bin_, direction, filter_, proto, size, output, head, executor
         if direction or filter_ or proto:
             raise TraceflowError("--direction/--filter/--proto need packets, not a series",
                                  path=input)
-        frame = resample(series.select("t", "bytes", "packets"), width)
+        frame = resample(series.select("t", "bytes", "packets"), width, partial=True)
         span_ns = frame.height * width
     if output is not None:
         with TableSink(output, head=head) as sink:

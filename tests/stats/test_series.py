@@ -151,7 +151,8 @@ def test_cli_series_writes_parquet(tmp_path):
     s = pl.read_parquet(out)
     assert s.columns == ["t", "bytes", "packets"] and s.get_column("bytes").to_list() == [100, 200, 0, 0, 0, 300]
     res = CliRunner().invoke(cli, ["series", str(out), "--bin", "40ms", "--json"])
-    assert json.loads(res.output)["bytes"] == 300  # the trailing partial 40 ms block is dropped
+    # the trailing partial 40 ms block is kept, as the packets' own 40 ms series has it
+    assert json.loads(res.output)["bytes"] == 600 and json.loads(res.output)["bins"] == 2
 
 
 def test_cli_series_errors_one_line(tmp_path):

@@ -288,33 +288,37 @@ def bin_width(series: pl.DataFrame) -> int:
     return width
 
 
-def aggregate(series: pl.DataFrame, factor: int) -> pl.DataFrame:
+def aggregate(series: pl.DataFrame, factor: int, *, partial=False) -> pl.DataFrame:
     """Sum blocks of ``factor`` consecutive bins (bin width × factor).
 
     The trailing incomplete block is dropped, so every output bin covers the same duration (what
-    variance-time and dispersion statistics assume). ``t`` is the start of each block.
+    variance-time and dispersion statistics assume), unless ``partial``. ``t`` is the start of
+    each block.
     """
     factor = int(factor)
     if factor < 1:
         raise TraceflowError(f"aggregation factor must be ≥ 1, got {factor}")
     if factor == 1:
         return series
-    nblocks = series.height // factor
-    return (series.head(nblocks * factor)
-            .with_row_index("_i")
+    whole = series if partial else series.head(series.height // factor * factor)
+    return (whole.with_row_index("_i")
             .group_by((pl.col("_i") // factor).alias("_b"), maintain_order=True)
             .agg(pl.col("t").first(), pl.col("bytes").sum(), pl.col("packets").sum())
             .drop("_b"))
 
 
-def resample(series: pl.DataFrame, bin) -> pl.DataFrame:
-    """Aggregate ``series`` to bin width ``bin`` (must be a multiple of its own bin width)."""
+def resample(series: pl.DataFrame, bin, *, partial=False) -> pl.DataFrame:
+    """Aggregate ``series`` to bin width ``bin`` (must be a multiple of its own bin width).
+
+    Blocks of bins from the first; the trailing incomplete one is dropped (:func:`aggregate`:
+    what the scale statistics need) unless ``partial``, which keeps it, as the series made from
+    the capture at ``bin`` has it (the same bins and counts)."""
     target = parse_duration(bin)
     width = bin_width(series)
     if target % width:
         raise TraceflowError(f"--bin {format_duration(target)} is not a multiple of the series bin "
                              f"{format_duration(width)}")
-    return aggregate(series, target // width)
+    return aggregate(series, target // width, partial=partial)
 
 
 def block_sums(x: np.ndarray, factor: int) -> np.ndarray:
