@@ -16,13 +16,17 @@ connection that touches a border can differ from the one-pass table:
   know). The kernel marks them (``FlowSplitter(head_until=...)``, row field ``head``).
 - *tail* connections: those still open at the range's end (the next range may continue them).
 
-A worker hands back its other connections as finished flow rows, and the packets of its border
-connections in their prepared (decoded) form. The merge feeds every range's border packets, in
-capture order, to one more flow stream: a head connection continues whatever the previous
-ranges left open on its pair, a tail connection that is not a head one starts afresh at its
-first packet (``force``, as its range found it start: after an idle gap or by a new ISN its
-state does not depend on anything before). Border connections are few (those open at a cut and
-those of the idle timeout's window after it), so the merge is short.
+A worker hands back the rows of all its connections, and the packets of these candidates in
+their prepared (decoded) form. The merge (:func:`_stitched`) matches a head group to an
+earlier range's tail of the same endpoint pair within the idle timeout before it (unless the
+group opens with a SYN of a new ISN, which one pass would split at too), and feeds only the
+matched heads and tails, in capture order, to one more flow stream: a head connection
+continues whatever the previous ranges left open on its pair, a tail connection that is not a
+head one starts afresh at its first packet (``force``, as its range found it start: after an
+idle gap or by a new ISN its state does not depend on anything before). Every other row is the
+range's own (an unmatched tail's close is decided again at the end of the whole input). Matched
+connections are few (those that really cross a cut), so the merge is short; the candidates'
+packets are what a range worker keeps (about twice the idle timeout's share of its range).
 
 Exactness rests on timestamps that never run backwards (checked on every packet; the usual
 case): then a pair's idle gap in a range is its idle gap in the whole capture, and the expiry
