@@ -5,7 +5,9 @@ for some plausible value, for all of them, or for none?
 perturbation) over the source models and buffers the paper does not give and measures what it
 does give: the demands lambda_1, lambda_2 (KS:225, packets/s) and, with the sources doubled, the
 DropTail loss at the bottleneck (KS:227). :func:`reached` says which grid points meet the stated
-numbers within a relative tolerance.
+numbers within a relative tolerance. :func:`wn_buffer` runs Wu & Nikolaidis's classification
+schemes (replays/class_short_load.toml) over the total buffer and the FairShare dropper, neither
+of which sec. 4 gives, and :func:`wn_claim17` judges claim 17 on them.
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import itertools
 import polars as pl
 
 from traceflow.experiments import capm
+from traceflow.experiments import classification as wn
 from traceflow.experiments.common import experiment as _exp
+from traceflow.scale.parallel import map_tasks
 
 # KS:225 "lambda_1 ... is about 5234 pkt/sec, and lambda_2 = 4547 pkt/sec"; KS:227 "about 4% of
 # incoming packets are dropped, and ... the arrival rate ... is reduced to about 12570"
@@ -30,8 +34,6 @@ def ks_sources(spec, *, persistent=(True, False), rwnd=(20, 40, 1000),
     R1 after the warm-up), ``loss`` (fraction dropped at R1) and ``utilization``. The demands are
     measured at the paper's sources behind the largest buffer; the loss with doubled sources at
     every buffer. ``periods`` code periods of 32 s after the 10 s warm-up."""
-    from traceflow.scale.parallel import map_tasks
-
     points = [(p, w, max(limit), 1) for p, w in itertools.product(persistent, rwnd)]
     points += [(p, w, b, 2) for p, w, b in itertools.product(persistent, rwnd, limit)]
     tasks = []
@@ -68,12 +70,10 @@ def wn_buffer(spec, *, buffers=(24, 48, 96), schemes=("SIX-DT", "MIX-DT"), short
     """Wu & Nikolaidis sec. 4 (replays/class_short_load.toml) gives no buffer: the long-lived
     Jain index of each scheme at each of ``short_rates`` (short flows/s) for each total buffer
     (packets, split 1/N over a scheme's classes as in Fig. 1's set-up), mean over ``seeds``.
-    Rows: buffer, scheme, short_rate, jain_long, short_goodput_pps, loss. A scheme named ``"<scheme>+FS"`` puts the
-    FairShare dropper in front of it (WN:105: a flow past the threshold is "qualified for control
+    Rows: buffer, scheme, short_rate, jain_long, short_goodput_pps, loss. A scheme named
+    ``"<scheme>+FS"`` puts the FairShare dropper in front of it (WN:105: a flow past the threshold is "qualified for control
     by the FairShare policy"; the sec. 4 runs do not say they apply it), with the long-lived
     flows' share of the link C_L = 1 - short_share and the scheme's 50-packet threshold."""
-    from traceflow.experiments import classification as wn
-
     tasks = []
     for b in buffers:
         s = copy.deepcopy(spec)
@@ -91,8 +91,6 @@ def wn_buffer(spec, *, buffers=(24, 48, 96), schemes=("SIX-DT", "MIX-DT"), short
                                       duration=float(exp["duration"]), seed=seed,
                                       rtt_ratio=exp["rtt_ratio"], short_rate=rate,
                                       long_per_class=exp["long_per_class"]))
-    from traceflow.scale.parallel import map_tasks
-
     rows = map_tasks(wn.simulate, tasks, executor=executor, workers=workers, label="wn-buffer")
     df = pl.DataFrame([{k: v for k, v in r.items() if not isinstance(v, list)} for r in rows])
     return (df.group_by("buffer", "scheme", "short_rate")
@@ -101,8 +99,8 @@ def wn_buffer(spec, *, buffers=(24, 48, 96), schemes=("SIX-DT", "MIX-DT"), short
 
 
 def wn_claim17(df, six="SIX-DT+FS", lft="LFT-DT+FS", mix="MIX-DT"):
-    """Claim 17's test (traceflow.report.claims) per buffer on :func:`wn_buffer`'s rows at the
-    lowest and highest short rate: ``six`` >= 0.95 and above ``mix`` at the top rate, ``mix``
+    """Claim 17's test (traceflow.report.claims; the thresholds of classification.short_load's
+    rows) per buffer on :func:`wn_buffer`'s rows at the lowest and highest short rate: ``six`` >= 0.95 and above ``mix`` at the top rate, ``mix``
     falls by >= 0.05, ``lft`` moves by <= 0.05. Rows: buffer, six_top, mix_top, mix_trend,
     lft_trend, holds."""
     out = []

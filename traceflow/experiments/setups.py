@@ -34,7 +34,7 @@ def load_file(name):
     return tomllib.loads((_replays() / f"{name}.toml").read_text())
 
 
-_MISSING = object()
+MISSING = object()
 
 
 def lookup(spec, path):
@@ -47,11 +47,8 @@ def lookup(spec, path):
         elif isinstance(node, dict) and key in node:
             node = node[key]
         else:
-            return _MISSING
+            return MISSING
     return node
-
-
-MISSING = _MISSING
 
 
 def same(a, b):
