@@ -15,6 +15,9 @@ from traceflow.scale.parallel import executor_options, resolve_executor
                    "directory).")
 @click.option("--predicted", type=click.Path(exists=True, path_type=Path), default=None,
               help="Predicted side of a comparison (usually a run directory).")
+@click.option("--before", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="With --measured: a capture of the same traffic upstream of the "
+                                 "queue, so the measured loss is exact (as compare --before).")
 @click.option("--tol", "tolerances", multiple=True, metavar="METRIC=VALUE",
               help="Comparison tolerance for one metric (names: traceflow compare --help).")
 @click.option("--capacity", type=Rate(), default=None, metavar="RATE",
@@ -26,8 +29,8 @@ from traceflow.scale.parallel import executor_options, resolve_executor
               type=click.Path(file_okay=False, path_type=Path), help="Report directory.")
 @progress_option
 @json_option
-def command(inputs, measured, predicted, tolerances, capacity, title, filter_, proto, executor,
-            workers, scheduler, out_dir, progress, as_json):
+def command(inputs, measured, predicted, before, tolerances, capacity, title, filter_, proto,
+            executor, workers, scheduler, out_dir, progress, as_json):
     """Write OUTPUT/index.html with PNG figures for each INPUT (capture, packets or flows Parquet,
     run directory): CCDFs with Pareto fits, RTT spectrum, Hurst plots, conditional-level heat
     map, dispersion curve, link series at several scales; with --measured and --predicted, the
@@ -39,6 +42,7 @@ def command(inputs, measured, predicted, tolerances, capacity, title, filter_, p
       traceflow report trace.pcap -o report/
       traceflow report trace.pcap --proto tcp --filter "dport = 443 OR sport = 443" -o report/
       traceflow report --measured trace.pcap --predicted run/ -o report/
+      traceflow report --measured after.pcap --before before.pcap --predicted run/ -o report/
     """
     from traceflow.compare import parse_tolerances
     from traceflow.report.build import build_report
@@ -48,7 +52,7 @@ def command(inputs, measured, predicted, tolerances, capacity, title, filter_, p
                            tolerances=parse_tolerances(tolerances), capacity_bps=capacity,
                            title=title, executor=resolve_executor(executor, scheduler),
                            workers=workers, scheduler=scheduler, filter=filter_, proto=proto,
-                           log=log, progress=log is not None)
+                           log=log, progress=log is not None, before=before)
     if as_json:
         echo_json(summary)
         return

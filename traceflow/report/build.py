@@ -38,11 +38,12 @@ def check_replaceable(out_dir):
 
 def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=None,
                  capacity_bps=None, title="traceflow report", executor="local", workers=None,
-                 scheduler=None, progress=True, filter=None, proto=None, log=None):
+                 scheduler=None, progress=True, filter=None, proto=None, log=None, before=None):
     """Write ``out_dir/index.html`` (+ PNGs, + ``report.json``); returns the report.json dict.
 
     ``filter``/``proto`` select the packets of every input (:mod:`traceflow.selection`);
-    ``log(message)`` hears each stage as it starts."""
+    ``log(message)`` hears each stage as it starts; ``before``: a capture of the measured
+    traffic upstream of the queue (the comparison's measured loss is then exact)."""
     from traceflow.atomic import atomic_dir
     from traceflow.report.sections import comparison_section
 
@@ -50,9 +51,12 @@ def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=N
 
     if (measured is None) != (predicted is None):
         raise TraceflowError("--measured and --predicted go together")
+    if before is not None and measured is None:
+        raise TraceflowError("--before goes with --measured (the capture it precedes)")
     if not inputs and measured is None:
         raise TraceflowError("nothing to report: give INPUT files or --measured/--predicted")
-    for path in [*inputs, *([measured, predicted] if measured else [])]:
+    for path in [*inputs, *([measured, predicted] if measured else []),
+                 *([before] if before else [])]:
         if not Path(path).exists():
             raise TraceflowError("no such file or directory", path=path)
     out_dir = Path(out_dir)
@@ -73,7 +77,7 @@ def build_report(inputs, out_dir, *, measured=None, predicted=None, tolerances=N
                 "(predicted)")
             section, comparison = comparison_section(measured, predicted, tmp,
                                                      tolerances=tolerances,
-                                                     capacity_bps=capacity_bps)
+                                                     capacity_bps=capacity_bps, before=before)
             sections.insert(0, section)
         log("write the page")
         summary = {

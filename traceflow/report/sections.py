@@ -250,8 +250,6 @@ def _rtt(c, flows):
     if x.size < MIN_RTT_SAMPLES:
         raise TraceflowError(f"{x.size} flows with an RTT sample ({column}), need "
                              f"{MIN_RTT_SAMPLES}")
-    if choice.warning:
-        c.warnings.append(choice.warning)
     classes = rtt.fit_rtt_classes(x)
     path = figures.rtt_spectrum_figure(rtt.rtt_spectrum(x), c.path("rtt-spectrum"),
                                        boundaries=classes.boundaries, medians=classes.medians)
@@ -332,14 +330,23 @@ def _dispersion(c, counts):
 
 # -- predicted vs measured ---------------------------------------------------------------------
 
-def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacity_bps=None):
+#: what the measured loss rate is, by :attr:`traceflow.compare.Analytics.loss_source`
+LOSS_NOTES = {"drops": "the run's queue drop counter (exact)",
+              "before/after": "data packets seen before the queue and missing after it (exact)",
+              "estimate: retransmissions": "an estimate from retransmissions (give --before with "
+                                           "a capture upstream of the queue for the exact loss)"}
+
+
+def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacity_bps=None,
+                       before=None):
     """The ``traceflow compare`` table of two sides and its figures; ``(section, result dict)``.
     The rows read as in the terminal (:mod:`traceflow.report.comparison`): what each value is,
-    its unit, pass / FAIL / n/a, and a small table per list-valued metric."""
+    its unit, pass / FAIL / n/a, and a small table per list-valued metric. ``before``: a capture
+    of the measured traffic upstream of the queue (exact measured loss, as ``compare --before``)."""
     from traceflow import compare
     from traceflow.report import comparison
 
-    m = compare.load_side(measured, capacity_bps=capacity_bps)
+    m = compare.load_side(measured, capacity_bps=capacity_bps, before=before)
     p = compare.load_side(predicted, capacity_bps=capacity_bps)
     if capacity_bps is None:
         cap = p.capacity_bps or m.capacity_bps
@@ -358,7 +365,8 @@ def comparison_section(measured, predicted, out_dir, *, tolerances=None, capacit
     c.attempt("RTT comparison", _compare_ccdfs, c, m, p, "rtt", "rtt", "handshake RTT (s)",
               "CCDF of handshake RTTs (SYN to final ACK), measured and predicted.")
     text = (f"Measured: {m.source} ({m.kind}). Predicted: {p.source} ({p.kind}). "
-            f"{comparison.summary_line(result)}.")
+            f"{comparison.summary_line(result)}. Measured loss: "
+            f"{LOSS_NOTES.get(m.loss_source, m.loss_source)}.")
     tables = [Table(rows, columns=comparison.COLUMNS, verdict="pass")]
     tables += [Table(detail_rows, caption=title, columns=columns)
                for title, columns, detail_rows in comparison.detail_tables(result).values()]
