@@ -28,6 +28,8 @@ DELAYED_RUNS = {
     "tb_cubic_rtt3_10m": dict(clients=48, alpha=1.5, mean=10000.0, idle=0.5, rate=10_000_000,
                               buffer=50000, rtt=(0.01, 0.06, 0.18), cc="cubic", duration=300.0,
                               seed=1),
+    "tb_bbr_rtt3_5m": dict(clients=32, alpha=1.35, mean=10000.0, idle=1.0, rate=5_000_000,
+                           buffer=30000, rtt=(0.01, 0.06, 0.18), cc="bbr", duration=180.0, seed=1),
 }
 
 
