@@ -39,7 +39,7 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
     """
     from traceflow.stats.dispersion import DEFAULT_SCALES, cov_per_interval, dispersion_curve, tracking
     from traceflow.errors import TraceflowError
-    from traceflow.stats.series import format_duration, is_timed, load_series
+    from traceflow.stats.series import counts_label, format_duration, is_timed, load_series
     from traceflow.suggest import shorter_bins
 
     loaded = load_series(input, column=column, bin=bin_ if bin_ is None or is_timed(input) else None,
@@ -51,7 +51,9 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
         bin_ns = bin_
     scale_list = [format_duration(ns) for ns in scales] if scales else DEFAULT_SCALES
     curve = dispersion_curve(loaded.values, bin_ns, scale_list, min_blocks=min_blocks, column=column)
-    summary = {"n": int(loaded.values.size), "bin_s": bin_ns / 1e9, "dispersion": curve.summary(),
+    summary = {"n": int(loaded.values.size), "bin_s": bin_ns / 1e9,
+               "counts": counts_label(column, loaded.kind, direction),
+               "dispersion": curve.summary(),
                "cov": [cov_per_interval(loaded.values, bin_ns, format_duration(r)) for r in rtts]}
     if other is not None:
         second = load_series(other, column=with_column or column,
@@ -65,14 +67,15 @@ def command(input, bin_, column, scales, rtts, other, with_column, direction, fi
     if as_json:
         echo_json(summary)
         return
-    click.echo(f"{column}: {summary['n']} bins of {bin_ns / 1e9:g} s")
+    click.echo(f"{summary['counts']}: {summary['n']} bins of {bin_ns / 1e9:g} s")
     click.echo("scale        mean      variance   var/mean")
     for s, m, v, r in zip(curve.summary()["scales"], curve.mean, curve.variance, curve.ratio):
         click.echo(f"{s:>8s} {m:11.4g} {v:13.4g} {r:10.4g}")
     if curve.skipped:
         click.echo("skipped: " + ", ".join(f"{s['scale']} ({s['reason']})" for s in curve.skipped))
     if curve.slope == curve.slope:
-        click.echo(f"log-log slope of var/mean: {curve.slope:.3f}")
+        click.echo(f"log-log slope of var/mean against the time scale: {curve.slope:.3f} "
+                   "(2H - 1 only for exactly self-similar counts)")
     else:
         click.echo("log-log slope of var/mean: n/a (fewer than 2 scales)")
         if loaded.kind in ("capture", "packets"):  # a short capture: finer bins and scales

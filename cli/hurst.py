@@ -38,7 +38,7 @@ def command(input, bin_, methods, column, direction, filter_, proto, margin, as_
     """
     from traceflow.errors import TraceflowError
     from traceflow.stats.hurst import estimate
-    from traceflow.stats.series import format_duration, load_series
+    from traceflow.stats.series import counts_label, format_duration, load_series
     from traceflow.suggest import shorter_bins
 
     loaded = load_series(input, column=column, bin=bin_, direction=direction, filter=filter_,
@@ -54,11 +54,13 @@ def command(input, bin_, methods, column, direction, filter_, proto, margin, as_
                              path=input) from None
     summary = report.summary()
     summary["column"] = loaded.column
+    summary["counts"] = counts_label(loaded.column, loaded.kind, direction)
     summary["bin"] = format_duration(loaded.bin_ns) if loaded.bin_ns else None
     quality = report.quality()
     if warn_then_json(quality, "Hurst", summary, as_json):
         return
-    click.echo(f"n = {report.n} ({loaded.column}" + (f" per {summary['bin']} bin)" if summary["bin"] else ")"))
+    click.echo(f"n = {report.n}" + (f" bins of {summary['bin']}" if summary["bin"] else "")
+               + f" ({summary['counts']})")
     unit = f" (x {summary['bin']})" if summary["bin"] else " samples"
     for name, r in report.results.items():
         ci = f"  95% CI [{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci else ""

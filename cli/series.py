@@ -41,14 +41,15 @@ def command(input, bin_, direction, filter_, proto, size, output, head, executor
     from traceflow import units
     from traceflow.errors import TraceflowError
     from traceflow.output import TableSink, table_format
-    from traceflow.stats.series import (format_duration, is_series, packet_series, read_table,
-                                        resample, table_columns, table_kind)
+    from traceflow.stats.series import (counts_label, format_duration, is_series, packet_series,
+                                        read_table, resample, table_columns, table_kind)
 
     check_stdout(output, as_json)
     if output is not None:
         table_format(output)  # an unknown suffix fails before the work
     width = bin_
-    if table_kind(input) == "capture" or {"ts", "wirelen"} <= set(table_columns(input)):
+    kind = "capture" if table_kind(input) == "capture" else "packets"
+    if kind == "capture" or {"ts", "wirelen"} <= set(table_columns(input)):
         # packets: read batch by batch, only the columns needed (memory: one batch + the bins)
         bins = packet_series(input, width, direction, filter_, proto=proto, size=size,
                              workers=workers or 1, executor=resolve_executor(executor, scheduler),
@@ -56,7 +57,7 @@ def command(input, bin_, direction, filter_, proto, size, output, head, executor
         frame = bins.frame()
         span_ns = bins.hi - bins.lo if bins.lo is not None else 0
     else:
-        series = read_table(input)
+        series, kind = read_table(input), "series"
         if not is_series(series):
             raise TraceflowError("neither a capture, a packets table nor a series table",
                                  path=input)
@@ -81,6 +82,7 @@ def command(input, bin_, direction, filter_, proto, size, output, head, executor
                "mean_rate_bps": 8 * total / (span_ns / 1e9) if span_ns else None,
                "peak_rate_bps": 8 * peak / secs if peak is not None else None,
                "empty_bins": int((frame.get_column("packets") == 0).sum()),
+               "bytes_counted": counts_label("bytes", kind, direction, size),
                "output": str(output) if output else None}
     if as_json:
         echo_json(summary)
@@ -89,6 +91,7 @@ def command(input, bin_, direction, filter_, proto, size, output, head, executor
     echo(f"{summary['bins']} bins of {summary['bin']} from {summary['start'] or 'n/a'}: "
          f"{summary['packets']:,} packets, {units.size(total)} over {units.duration(span_ns / 1e9)}, "
          f"mean {units.rate(summary['mean_rate_bps'])}, peak {units.rate(summary['peak_rate_bps'])} "
-         f"per {summary['bin']} bin, {summary['empty_bins']} empty bins"
+         f"per {summary['bin']} bin ({summary['bytes_counted']}), {summary['empty_bins']} empty "
+         "bins"
          + (f" -> {output}" if output and output != "-" else ""))
 

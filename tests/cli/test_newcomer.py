@@ -260,5 +260,5 @@ def test_values_that_cannot_be_computed_print_n_a(tmp_path):
     assert res.exit_code == 0, res.output
     assert "nan" not in res.stdout
     hurst = json.loads((tmp_path / "m.json").read_text())["hurst"]
-    shown = [line for line in res.stdout.splitlines() if line.startswith("Hurst: ")][0]
-    assert shown == "Hurst: " + ", ".join(f"{k} n/a" for k, v in hurst.items() if v is None)
+    shown = [line for line in res.stdout.splitlines() if line.startswith("Hurst (")][0]
+    assert shown.split("): ", 1)[1] == ", ".join(f"{k} n/a" for k, v in hurst.items() if v is None)

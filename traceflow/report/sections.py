@@ -23,6 +23,8 @@ SERIES_FACTORS = (1, 10, 100)  # 10 ms, 100 ms, 1 s
 LEVEL_SCALES_S = (1.0, 0.1)    # the first giving at least MIN_LEVEL_BLOCKS blocks
 MIN_LEVEL_BLOCKS = 200
 MIN_RTT_SAMPLES = 10
+#: what the link series of an input counts (traceflow.stats.series.link_series)
+SERIES_BYTES = "IP bytes of both directions"
 LEVELS_H = 8
 
 
@@ -34,7 +36,6 @@ class Loaded:
     kind: str
     flows: pl.DataFrame | None
     series: np.ndarray | None
-    counts: np.ndarray | None = None  # packets per 10 ms bin
     packets: int | None = None
     start_ns: int | None = None       # first packet (UTC ns since the epoch)
     rtt_samples: pl.DataFrame | None = None  # traceflow.flows.pathrtt.SAMPLE_SCHEMA
@@ -59,7 +60,7 @@ def load_input(path, *, filter=None, proto=None):
                                  path=path)
         if (path / "flows.parquet").exists() and (path / "series.parquet").exists():
             return Loaded(path.name, "analytics", pl.read_parquet(path / "flows.parquet"),
-                          *_series_table(path / "series.parquet"))
+                          _series_table(path / "series.parquet"))
         raise InputFormatError("directory is neither a run (summary.json) nor analytics outputs "
                                "(flows.parquet + series.parquet)", path=path)
     kind = input_kind(path)
@@ -76,7 +77,7 @@ def _from_packets(name, kind, packets, path):
         raise InputFormatError("no packets", path=path)
     start = int(packets.get_column("ts").cast(pl.Int64).min())
     table, samples = flows_with_rtt_samples(packets)
-    return Loaded(name, kind, table, *_series(packets), packets.height, start, samples)
+    return Loaded(name, kind, table, _series(packets), packets.height, start, samples)
 
 
 def _load_run(path, filter=None, proto=None):
@@ -105,7 +106,7 @@ def _load_run(path, filter=None, proto=None):
     transfers = (pl.read_parquet(path / "transfers.parquet")
                  .filter(pl.col("end").is_not_null())
                  .select(bytes=pl.col("size"), duration=pl.col("end") - pl.col("start")))
-    return Loaded(f"{path.name} [{link}]", "run", transfers, *_resampled(series))
+    return Loaded(f"{path.name} [{link}]", "run", transfers, _resampled(series))
 
 
 def _read_packets(path):
@@ -116,10 +117,10 @@ def _read_packets(path):
 
 
 def _series(packets):
-    """(bytes, packets) per 10 ms bin of a packets table."""
+    """IP bytes per 10 ms bin of a packets table."""
     from traceflow.stats.series import link_series
 
-    return _arrays(link_series(packets, BIN))
+    return _bytes(link_series(packets, BIN))
 
 
 def _series_table(path):
@@ -132,12 +133,11 @@ def _resampled(frame):
     frame = frame.select("t", "bytes", "packets")
     if bin_width(frame) != parse_duration(BIN):
         frame = resample(frame, BIN)
-    return _arrays(frame)
+    return _bytes(frame)
 
 
-def _arrays(frame):
-    return (frame["bytes"].cast(pl.Float64).to_numpy(),
-            frame["packets"].cast(pl.Float64).to_numpy())
+def _bytes(frame):
+    return frame["bytes"].cast(pl.Float64).to_numpy()
 
 
 def slug(text):
@@ -199,11 +199,12 @@ def input_section(path, out_dir, index=0, filter=None, proto=None):
             c.attempt("RTT over time", _rtt_time, c, data.rtt_samples, classes)
     if data.series is not None:
         c.row("duration", data.series.size * BIN_S, "s")
-        c.row("mean rate", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S), "bit/s")
+        c.row("mean rate", 8 * data.series.sum() / max(data.series.size * BIN_S, BIN_S), "bit/s",
+              note=SERIES_BYTES)
         c.attempt("link series", _series_fig, c, data.series)
         c.attempt("Hurst estimates", _hurst, c, data.series)
         c.attempt("conditional levels", _levels, c, data.series)
-        c.attempt("dispersion curve", _dispersion, c, data.counts)
+        c.attempt("dispersion curve", _dispersion, c, data.series)
     return Section(f"{data.name} ({data.kind})", figures=c.figures,
                    tables=[Table(c.rows, columns=["quantity", "value", "note", "quality"])],
                    warnings=c.warnings)
@@ -292,10 +293,11 @@ def _hurst(c, x):
 
     report = estimate(x, ("vt", "rs", "wavelet"))
     path = figures.hurst_figure(report, c.path("hurst"), bin_s=BIN_S)
-    c.figure(path, "Hurst exponent of the byte series in 10 ms bins: variance-time, R/S pox "
-                   "plot, wavelet logscale diagram (block lengths in seconds).")
+    c.figure(path, f"Hurst exponent of the {SERIES_BYTES} per 10 ms bin: variance-time, R/S "
+                   "pox plot, wavelet logscale diagram (block lengths in seconds).")
     for method, result in report.results.items():
-        c.row(f"Hurst H ({method})", result.H, quality=hurst_quality(result.H, report.n, method))
+        c.row(f"Hurst H ({method})", result.H, note=f"{SERIES_BYTES} per 10 ms bin",
+              quality=hurst_quality(result.H, report.n, method))
     if report.warning:
         c.row("Hurst spread", report.spread,
               quality=Quality([Flag("disagree", report.warning)]))
@@ -318,14 +320,17 @@ def _levels(c, x):
           quality=levels_quality(int(analysis.table[:, :-1].sum()), LEVELS_H))
 
 
-def _dispersion(c, counts):
+def _dispersion(c, series):
     from traceflow.stats.dispersion import dispersion_curve
 
-    curve = dispersion_curve(counts, int(BIN_S * 1e9), column="packets")
+    # bytes, as the comparison's dispersion figure and metric
+    curve = dispersion_curve(series, int(BIN_S * 1e9), column="bytes")
     path = figures.dispersion_figure(curve, c.path("dispersion"))
-    c.figure(path, "Index of dispersion for counts (variance / mean of packets per interval) "
-                   "from 10 ms to 100 s; 1 for Poisson arrivals at every scale.")
-    c.row("dispersion slope (≈ 2H − 1)", curve.slope)
+    c.figure(path, f"Index of dispersion (variance / mean of the {SERIES_BYTES} per interval) "
+                   "from 10 ms to 100 s; flat for Poisson arrivals.")
+    c.row("dispersion slope", curve.slope,
+          note="log-log slope of variance / mean against the time scale, over the scales "
+               "shown; 2H − 1 only for exactly self-similar counts, so it need not match H")
 
 
 # -- predicted vs measured ---------------------------------------------------------------------

@@ -307,6 +307,16 @@ def aggregate(series: pl.DataFrame, factor: int, *, partial=False) -> pl.DataFra
             .drop("_b"))
 
 
+def counts_label(column, kind, direction=None, size="ip_len"):
+    """What ``column`` of a series loaded from an input of ``kind`` counts, for the label of a
+    rate, H or dispersion: e.g. "IP bytes, both directions", "packets, direction dst:10.0.0.0/8";
+    a series or other table's column counts whatever made it."""
+    if kind not in ("capture", "packets"):
+        return f"{column} as the {kind} table holds them"
+    what = {"bytes": "IP bytes" if size == "ip_len" else "frame bytes"}.get(column, column)
+    return f"{what}, " + (f"direction {direction}" if direction else "both directions")
+
+
 def resample(series: pl.DataFrame, bin, *, partial=False) -> pl.DataFrame:
     """Aggregate ``series`` to bin width ``bin`` (must be a multiple of its own bin width).
 
