@@ -117,8 +117,8 @@ def command(inputs, output, hosts_from, capacity, workers, filter_, proto, progr
     click.echo("congestion control: " + describe_cc(h.congestion_control,
                                                  h.congestion_control_confidence,
                                                  h.congestion_control_evidence))
-    click.echo("Hurst (IP bytes of the data direction per 10 ms bin): " + ", ".join(f"{k} {units.NA if units.missing(v) else f'{v:.3f}'}"
-                                     for k, v in model.hurst.items()))
+    click.echo("Hurst (IP bytes of the data direction per 10 ms bin): " + ", ".join(
+        f"{k} {units.NA if units.missing(v) else f'{v:.3f}'}" for k, v in model.hurst.items()))
     for name, q in quality.items():
         click.echo(f"quality {name}: {q.text()}")
     for part, flags in (("network", net.quality if net is not None else {}),
