@@ -94,8 +94,8 @@ def filter_options(what):
                 "flows": "\"server_port = 443\", \"bytes > 1e6 AND close = 'FIN'\""}[what]
 
     def decorate(f):
-        f = click.option("--proto", type=click.Choice(["tcp", "udp"]), default=None,
-                         help=f"Keep only TCP or UDP {what}.")(f)
+        f = click.option("--proto", type=click.Choice(["tcp", "udp", "icmp"]), default=None,
+                         help=f"Keep only TCP, UDP or ICMP (and ICMPv6) {what}.")(f)
         return click.option("--filter", "filter_", default=None, metavar="SQL",
                             help=f"Keep the {what} matching this Polars SQL WHERE clause over "
                                  f"the {what} table's columns, e.g. {examples}.")(f)

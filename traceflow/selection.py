@@ -1,5 +1,5 @@
 """Row selection shared by every command: ``--filter`` (a Polars SQL ``WHERE`` clause over the
-table's columns) and ``--proto tcp|udp``.
+table's columns) and ``--proto tcp|udp|icmp``.
 
 Which table the clause sees depends on what the command analyses: flows, rtt and tail select flows
 (``server_port = 443``, ``bytes > 1e6``, ``close = 'RST'``); series, hurst, dispersion, levels, fit
@@ -12,8 +12,8 @@ import polars as pl
 
 from traceflow.errors import TraceflowError
 
-#: ``--proto`` names → IP protocol numbers
-PROTOCOLS = {"tcp": 6, "udp": 17}
+#: ``--proto`` names → IP protocol numbers (icmp: ICMP and ICMPv6)
+PROTOCOLS = {"tcp": (6,), "udp": (17,), "icmp": (1, 58)}
 
 
 def row_filter(filter=None, proto=None):
@@ -21,8 +21,8 @@ def row_filter(filter=None, proto=None):
     exprs = []
     if proto is not None:
         if proto not in PROTOCOLS:
-            raise TraceflowError(f"bad --proto {proto!r}: use {' or '.join(PROTOCOLS)}")
-        exprs.append(pl.col("proto") == PROTOCOLS[proto])
+            raise TraceflowError(f"bad --proto {proto!r}: use {', '.join(PROTOCOLS)}")
+        exprs.append(pl.col("proto").is_in(PROTOCOLS[proto]))
     if filter:
         try:
             exprs.append(pl.sql_expr(filter))
