@@ -19,7 +19,8 @@ from conftest import shared_path
 from traceflow.experiments.testbed_replay import (DEFAULTS_CRITERIA, criteria_rows, format_rows,
                                                   validate)
 
-RUNS = ["alpha1.35", "devcubic", "dev10m", "rtt3dev"]
+#: devbbr: the model must find BBR in the capture itself (tests/flows/test_congestion.py)
+RUNS = ["alpha1.35", "devcubic", "dev10m", "rtt3dev", "devbbr"]
 #: criteria a replay may miss, with the measured spread that allows it, by (run, mode):
 #: devcubic's 40 transfers of 64 kB-1 MB: measured median 1.11 s, bootstrap 90 % interval
 #: 0.90-1.48 s; model mode draws its own sizes in that wide bin (1.2-1.6 s over seeds).

@@ -7,17 +7,19 @@ sits on (:class:`~traceflow.models.model.Network`).
   large packets, divided by the later packet's IP bytes, pile up at 8 / rate. The mode of that
   ratio (log-spaced bins, 0.4 % wide) is the rate at the IP layer (a shaper that counts link-layer
   overhead shows the IP rate of the most common packet size). It is used when the link was busy
-  often enough to show it (:data:`MIN_MODE_SHARE` of the gaps near the mode) and the rate is at
-  least the peak 1 s throughput; otherwise (upstream of the bottleneck, where the gaps are the
-  sender's, or a link never saturated) the peak-rate estimate stays and is flagged.
+  often enough to show it (:data:`MIN_MODE_SHARE` of the gaps near the mode) and the rate lies
+  between the peak 1 s throughput and twice the peak 100 ms one; otherwise (upstream of the
+  bottleneck, where the gaps are the sender's, or a link never saturated) the rate is a lower
+  bound from the throughput at every scale and from the round trips, flagged as a guess.
 - **Buffer** (:func:`queue_delays`): a handshake's leg that crosses the bottleneck queue (the SYN
   leg downstream of it, capture → server → capture, the ACK leg upstream) exceeds its host pair's
   minimum by the queueing delay its SYN/ACK met. Pooled over the pairs with several handshakes,
   the 99th percentile of that excess is the delay of a (nearly) full queue, ``D``; the buffer is
   ``rate × D`` minus half a mean data packet: the excess also holds the rest of the packet in
-  service when the SYN/ACK arrived, half a packet on average (on the shared testbed runs, 6,000 B
-  → 6,025-6,110 B, 12,000 → 11,540, 24,000 → 23,700, 50,000 → 49,800). A queue fills only where
-  packets are lost: without retransmissions in the capture the estimate is a lower bound.
+  service when the SYN/ACK arrived, half a packet on average (the shared testbed runs' whole
+  client-side captures: 6,000 B → 6,171-6,176 B, 12,000 → 11,579-11,699, 24,000 → 23,618, 50,000
+  → 49,228). A queue fills only where packets are lost: without retransmissions in the capture
+  the estimate is a lower bound; without a rate seen in the spacing it is a guess.
 - **Burst** (:meth:`Spacing.burst`): a token-bucket shaper lets a burst through at line rate
   after the link was idle, then a packet after part of a service time: the zero gaps that follow
   idle gaps and the partial gap after them give the bucket's depth.
