@@ -190,9 +190,19 @@ def dispersion_figure(curve, path, *, title=None):
     return save(fig, path)
 
 
+def _rate_unit(peak, unit):
+    """(divisor, label) showing rates up to ``peak`` (``unit``/s) in kilo, mega or giga
+    ``unit``/s: tick labels then read 1.5 Mbit/s, not 1.5 under a 1e6 offset."""
+    for divisor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if peak >= divisor:
+            return divisor, f"{prefix}{unit}/s"
+    return 1.0, f"{unit}/s"
+
+
 def series_figure(values, bin_s, path, *, factors=(1, 10, 100), unit="bytes", title=None):
     """Link series (bytes per bin) at several time scales: one panel per aggregation factor
-    (bin_s × factor), each showing the rate over time in ``unit`` ("bytes" or "bit") per second."""
+    (bin_s × factor), each showing the rate over time in ``unit`` ("bytes" or "bit") per second,
+    with an SI prefix (:func:`_rate_unit`)."""
     per_byte = 8 if unit == "bit" else 1
     values = np.asarray(values, dtype=float)
     factors = [f for f in factors if values.size // f >= 2] or [1]
@@ -202,8 +212,10 @@ def series_figure(values, bin_s, path, *, factors=(1, 10, 100), unit="bytes", ti
         blocks = values[: k * factor].reshape(k, factor).sum(axis=1)
         width = bin_s * factor
         t = np.arange(k) * width
-        ax.step(t, per_byte * blocks / width, where="post", color=color, lw=0.8)
-        ax.set_ylabel(f"{unit}/s")
+        rate = per_byte * blocks / width
+        divisor, label = _rate_unit(rate.max(initial=0), unit)
+        ax.step(t, rate / divisor, where="post", color=color, lw=0.8)
+        ax.set_ylabel(label)
         ax.set_title(f"bin {_seconds(width)}", fontsize="small", loc="right")
         ax.grid(True, alpha=0.3)
     axes[-1].set_xlabel("time since start (s)")
@@ -215,15 +227,19 @@ def _seconds(s):
     return f"{s * 1e3:g} ms" if s < 1 else f"{s:g} s"
 
 
-def overlay_series_figure(series, bin_s, path, *, factor=100, unit="bit/s", title=None):
-    """Several link series (``{label: bytes per bin}``) on one axis, aggregated ``factor`` bins."""
+def overlay_series_figure(series, bin_s, path, *, factor=100, title=None):
+    """Several link series (``{label: bytes per bin}``) on one axis, aggregated ``factor`` bins,
+    in bit/s with an SI prefix (:func:`_rate_unit`)."""
     fig, (ax,) = _figure(width=7.5, height=3.4)
     width = bin_s * factor
-    for (label, values), color in zip(series.items(), COLORS):
+    rates = {}
+    for label, values in series.items():
         values = np.asarray(values, dtype=float)
         k = values.size // factor
-        blocks = values[: k * factor].reshape(k, factor).sum(axis=1)
-        ax.step(np.arange(k) * width, 8 * blocks / width, where="post", color=color, lw=0.9,
+        rates[label] = 8 * values[: k * factor].reshape(k, factor).sum(axis=1) / width
+    divisor, unit = _rate_unit(max((r.max(initial=0) for r in rates.values()), default=0), "bit")
+    for (label, rate), color in zip(rates.items(), COLORS):
+        ax.step(np.arange(rate.size) * width, rate / divisor, where="post", color=color, lw=0.9,
                 label=label)
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel(unit)
@@ -233,15 +249,19 @@ def overlay_series_figure(series, bin_s, path, *, factor=100, unit="bit/s", titl
     return save(fig, path)
 
 
-def bars_figure(categories, groups, path, *, xlabel="", ylabel="", title=""):
-    """Grouped bars: ``groups`` maps a label to one value per category (NaN = no bar)."""
+def bars_figure(categories, groups, path, *, xlabel="", ylabel="", title="", log=False):
+    """Grouped bars: ``groups`` maps a label to one value per category (NaN or, with ``log``,
+    a value ≤ 0 = no bar). ``log``: a log value axis, so one large category (a ≥ 1 MB transfer
+    taking seconds) does not flatten those of milliseconds."""
     fig, (ax,) = _figure(width=7.5, height=3.8)
     x = np.arange(len(categories))
     width = 0.8 / max(len(groups), 1)
     for i, ((label, values), color) in enumerate(zip(groups.items(), COLORS)):
         values = np.asarray(values, dtype=float)
-        ax.bar(x + (i - (len(groups) - 1) / 2) * width, np.nan_to_num(values), width,
-               color=color, label=label)
+        values = np.where(values > 0, values, np.nan) if log else np.nan_to_num(values)
+        ax.bar(x + (i - (len(groups) - 1) / 2) * width, values, width, color=color, label=label)
+    if log:
+        ax.set_yscale("log")
     ax.set_xticks(x, categories, rotation=30, ha="right", fontsize="small")
     return _finish(fig, ax, path, xlabel, ylabel, title, axis="y")
 

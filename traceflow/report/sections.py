@@ -392,10 +392,11 @@ def _compare_fct(c, result):
     fct = result["metrics"]["fct"]
     path = figures.bars_figure(size_bin_labels(), {"measured": fct["measured"],
                                                    "predicted": fct["predicted"]},
-                               c.path("fct"), ylabel="median transfer time (s)",
+                               c.path("fct"), ylabel="median transfer time (s, log scale)",
                                xlabel="transfer size bin (bytes)",
-                               title="Flow completion time by size")
-    c.figure(path, "Median transfer time (request to last data byte) per size bin.")
+                               title="Flow completion time by size", log=True)
+    c.figure(path, "Median transfer time (request to last data byte) per size bin, on a log "
+                   "axis: the bins span milliseconds to seconds.")
 
 
 def _compare_dispersion(c, result):
