@@ -503,9 +503,9 @@ def plausible(hosts):
     ``default`` or ``implausible``, with why), and replaced where no stack behaves so.
 
     - initial window: at a vantage point behind the bottleneck the first flight cannot be told
-      from what it released, so the estimate is a lower bound; where the handshakes show a Linux
-      stack (SACK and window scaling; timestamps may be off) and the bound does not exceed
-      Linux's, the value
+      from what it released, so the estimate is a lower bound; where the handshakes show a
+      modern stack (SACK and window scaling; timestamps may be off) and the bound does not exceed
+      Linux's, or no flight shows the window at all, the value
       is Linux's :data:`LINUX_INITIAL_WINDOW` (flagged ``default``, the bound in the reason;
       where the timestamp echoes mark the first flights, :func:`_echo_flights`, it is observed);
     - minimum RTO below :data:`STACK_MIN_RTO_S`, or above the initial RTO: no stack's floor (the
@@ -515,15 +515,18 @@ def plausible(hosts):
     q = dict(hosts.quality)
     q.setdefault("segment_size", "ok")
     iw = hosts.initial_window
-    if iw is None:
-        q["initial_window"] = "unknown: no connection sent beyond its first flight"
-    elif hosts.initial_window_observable:
+    modern = hosts.sack and hosts.window_scale is not None
+    if iw is not None and hosts.initial_window_observable:
         q.setdefault("initial_window", "ok")
-    elif hosts.sack and hosts.window_scale is not None and iw <= LINUX_INITIAL_WINDOW:
-        q["initial_window"] = (f"default: Linux's {LINUX_INITIAL_WINDOW} segments (RFC 6928); "
-                               "behind the bottleneck the first flight queues with the segments "
-                               f"it releases, the capture shows at least {iw:g}")
+    elif modern and (iw is None or iw <= LINUX_INITIAL_WINDOW):
+        why = ("no first flight was the window's (none sent beyond it ending in a full segment)"
+               if iw is None else "behind the bottleneck the first flight queues with the "
+               f"segments it releases, the capture shows at least {iw:g}")
+        q["initial_window"] = f"default: Linux's {LINUX_INITIAL_WINDOW} segments (RFC 6928); {why}"
         iw = float(LINUX_INITIAL_WINDOW)
+    elif iw is None:
+        q["initial_window"] = ("unknown: no first flight was the window's (none sent beyond it "
+                               "ending in a full segment)")
     else:
         q["initial_window"] = ("lower bound: behind the bottleneck the first flight queues with "
                                "the segments it releases")
@@ -637,8 +640,12 @@ def _initial_window(points, conns, legs, seg):
 def _window_of_flights(flight, seg):
     """``(initial window in segments, flights)`` of first-flight sizes ``flight`` (bytes) of
     connections that sent beyond them, ``seg`` bytes a segment: the common size among the largest
-    flights."""
+    flights that end in a full segment (a window does; a flight that ends in a partial one is
+    the application's: an SSH banner, an FTP reply)."""
     if flight.size == 0 or not seg:
+        return None, 0
+    flight = flight[flight % seg == 0]
+    if flight.size == 0:
         return None, 0
     segments = np.ceil(flight / seg)
     # A first flight ends when the window is used up or when the application had nothing more to
