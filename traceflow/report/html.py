@@ -20,6 +20,7 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.3em; border-bottom: 1px solid #ccc; m
 figure { display: inline-block; margin: 0.5em; vertical-align: top; }
 figure img { max-width: 34em; border: 1px solid #ddd; }
 figcaption { font-size: 0.85em; color: #555; max-width: 34em; }
+figure.wide img, figure.wide figcaption { max-width: 100%; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; display: block;
         overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
@@ -108,7 +109,25 @@ def _paragraphs(text):
     return "\n".join(f"<p>{html.escape(b)}</p>" for b in blocks)
 
 
-def section_html(section):
+#: figures wider than this aspect ratio (the three-panel Hurst plot) take the page's width
+WIDE_ASPECT = 2.0
+
+
+def _wide(png):
+    """The PNG ``png`` (a Path) is wider than :data:`WIDE_ASPECT` (from its IHDR header; False
+    when it cannot be read)."""
+    try:
+        with open(png, "rb") as f:
+            head = f.read(24)
+    except OSError:
+        return False
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 24:
+        return False
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return height > 0 and width / height > WIDE_ASPECT
+
+
+def section_html(section, folder=None):
     out = [f"<h2>{html.escape(section.heading)}</h2>"]
     out += [f'<p class="warning">{html.escape(w)}</p>' for w in section.warnings]
     if section.text:
@@ -116,7 +135,9 @@ def section_html(section):
     for table in section.tables:
         out.append(table_html(table))
     for fig in section.figures:
-        out.append(f'<figure><img src="{html.escape(fig.src, quote=True)}" '
+        wide = ' class="wide"' if folder is not None and _wide(folder / fig.src) else ""
+        out.append(f'<figure{wide}>'
+                   f'<img src="{html.escape(fig.src, quote=True)}" '
                    f'alt="{html.escape(fig.caption or fig.src, quote=True)}">'
                    f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>")
     if section.links:
@@ -137,7 +158,7 @@ def render_page(title, sections, path, *, intro="", banner=""):
         body.append(f'<p class="banner">{html.escape(banner)}</p>')
     if intro:
         body.append(_paragraphs(intro))
-    body += [section_html(s) for s in sections]
+    body += [section_html(s, Path(path).parent) for s in sections]
     page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
             + "\n".join(body) + "\n</body>\n</html>\n")
