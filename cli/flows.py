@@ -29,6 +29,18 @@ def flows_of_file(path, idle_timeout=300.0, partitions=1):
     return table.with_columns(pl.col("start", "end").dt.replace_time_zone("UTC"))  # instants
 
 
+def _columns(table, wanted):
+    """``table`` with only the ``wanted`` columns in that order (all when None); an unknown one
+    is a one-line error listing the table's."""
+    if wanted is None:
+        return table
+    unknown = [c for c in wanted if c not in table.columns]
+    if unknown:
+        raise TraceflowError(f"--columns: no column {', '.join(unknown)}; the flow table has "
+                             f"{', '.join(table.columns)}")
+    return table.select(wanted)
+
+
 def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor="local",
                   workers=None, scheduler=None, progress=True):
     """Write the flows of every input file (paths, globs, directories) as one Parquet part each in
@@ -58,12 +70,15 @@ def flows_dataset(inputs, out_dir, *, idle_timeout=300.0, partitions=1, executor
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="Process the endpoint pairs in this many disjoint parts (bounds memory for "
                    "packet tables larger than RAM).")
+@click.option("--columns", default=None, metavar="A,B,...",
+              help="Write only these flow table columns, in this order (e.g. "
+                   "flow_id,client_addr,server_addr,proto,handshake,close,bytes).")
 @reorder_option
 @executor_options
 @filter_options("flows")
 @json_option
-def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, executor, workers,
-            scheduler, filter_, proto, as_json):
+def command(inputs, output, head, dataset, idle_timeout, partitions, columns, reorder, executor,
+            workers, scheduler, filter_, proto, as_json):
     """Build the TCP/UDP flow table of INPUT... (captures, packets or flows Parquet; files, globs
     or directories).
 
@@ -101,9 +116,10 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
     # --workers, --executor, --scheduler alone are legal: they split a capture (below)
     to_dataset = bool(output) and output != "-" and check_dataset_output(
         output, dataset)
-    if to_dataset and row_filter(filter_, proto) is not None:
-        raise TraceflowError("--filter/--proto apply to a flow table, not to a --dataset "
-                             "(filter when reading it)")
+    if to_dataset and (row_filter(filter_, proto) is not None or columns):
+        raise TraceflowError("--filter/--proto/--columns apply to a flow table, not to a "
+                             "--dataset (select when reading it)")
+    wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     if to_dataset:
         info = flows_dataset(inputs, output, idle_timeout=idle_timeout, partitions=partitions,
                              executor=resolve_executor(executor, scheduler), workers=workers,
@@ -120,7 +136,8 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
                         executor=resolve_executor(executor, scheduler), scheduler=scheduler)
         if output:
             table_format(output)  # an unknown suffix fails before the work
-        if output and table_format(output) == "parquet" and row_filter(filter_, proto) is None:
+        if (output and table_format(output) == "parquet" and row_filter(filter_, proto) is None
+                and not wanted):
             # streamed: the flows are written as they end, only the summary's columns are kept
             table = write_flows(files, output, columns=SUMMARY_COLUMNS, idle_timeout=idle_timeout,
                                 reorder=reorder, notes=notes, **parallel)
@@ -128,7 +145,7 @@ def command(inputs, output, head, dataset, idle_timeout, partitions, reorder, ex
             table = select_rows(load_flows(files, idle_timeout=idle_timeout, reorder=reorder,
                                            notes=notes, **parallel), filter_, proto)
             if output:  # start/end marked UTC in Parquet/Arrow, as write_flows writes them
-                write_table(utc_aware(table.to_arrow()), output, head=head)
+                write_table(utc_aware(_columns(table, wanted).to_arrow()), output, head=head)
         warn_reordering(notes)
         per_file = [{"file": f, "flows": n} for f, n in
                     table.group_by("source", maintain_order=True).len().iter_rows()]
