@@ -399,16 +399,22 @@ STATUS = {
                      "(paper 14); test_class_fig1_ns2.py passes on the same era set-up (ours within "
                      "3 standard errors of ns-2 at every RTT ratio, medians at ratio >= 7 within "
                      "15 %)"),
-    17: (NS2_AGREES, "SIX-DT 0.863 vs MIX-DT 0.587 in ns-2 (ours 0.851 / 0.606) with the 1/N split "
-                     "of Fig. 1's 24 packets; fails for every plausible buffer in [24, 96] packets "
-                     "(sensitivity.wn_buffer, 8 seeds: SIX-DT 0.80-0.88 at 3.5 flows/s) and with "
-                     "FairShare (WN:105) too: SIX-DT reaches 0.97-0.99 from 48 packets, but MIX-DT's "
-                     "fairness then rises with the load (+0.05 to +0.12) instead of falling"),
-    20: (NS2_AGREES, "MIX-DT falls by 0.181 and RTT-DT moves -0.042 with the RTT ratio, but SIX-DT "
-                     "rises by 0.080 (0.842 at ratio 1: both class bounds at 100 ms sort the +-10 % "
-                     "jittered RTTs into classes I and III at random); ns-2 on the same flows and "
-                     "classes (CBQ/WRR, seeds 1-12): SIX-DT 0.794 -> 0.918, rising too (pre-era "
-                     "timers: the 2002 timers are pending for the scheme runs)"),
+    17: (NS2_AGREES, "on ns-2 of 2002's timers (minrto_ 1, windowInit_ 2) SIX-DT 0.816 vs MIX-DT "
+                     "0.657 at 3.5 flows/s, MIX-DT moves -0.018 and LFT-DT -0.116 with the load; "
+                     "ns-2 on the same flows and 1/N class buffers (test_class_schemes_ns2.py, "
+                     "seeds 1-12): see the closing note; it fails for every plausible buffer in "
+                     "[24, 96] packets with or without FairShare (sensitivity.wn_buffer, on the "
+                     "earlier timers: SIX-DT 0.80-0.88 alone; with FairShare 0.97-0.99 from 48 "
+                     "packets, but MIX-DT's fairness then rises with the load)"),
+    19: (UNDECIDABLE, "on ns-2 of 2002's timers MIX-RED grows x3.73 from 1 to 8 long-lived flows "
+                      "per class and DAS x1.21, one point past the registry's 20 % reading of "
+                      "'changes trivially' (WN:208 gives no bound); ns-2 has no DAS, so no referee "
+                      "on the same set-up can tell the set-up from the simulator (it held on the "
+                      "earlier timers)"),
+    20: (NS2_AGREES, "on ns-2 of 2002's timers MIX-DT falls by 0.154 with the RTT ratio, but "
+                     "RTT-DT moves -0.053 and SIX-DT +0.052 (at ratio 1 both class bounds sit at "
+                     "100 ms and the +-10 % RTT jitter sorts the flows at random); ns-2 on the same "
+                     "flows and classes (CBQ/WRR, seeds 1-12): SIX-DT rises with the RTT ratio too"),
     22: (NS2_AGREES, "no peak at theta = 4 in ns-2 (6.41 / 6.61 / 6.74 Mb/s) either"),
     23: (NS2_AGREES, "Vegas tracks worse than Reno at 450 ms in both; TCP Rate not in ns-2"),
     24: (NS2_AGREES, "the alpha rows fail in both; Rate's 45 % not run in ns-2"),

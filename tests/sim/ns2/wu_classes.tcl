@@ -11,9 +11,11 @@
 # flow I), "arrivals" and "drops" of the bottleneck.
 array set P {
   flows "" queue CBQ limit 25 groups "0.6 0.4" per_group 3 class_limit 4 rate 800kb
-  bneck_delay 1ms pkt 960 window 1000 iw 1 minrto 0.2 tick 0.01 syn true duration 150 seed 1
+  bneck_delay 1ms pkt 960 window 1000 iw 2 minrto 1 tick 0.01 rtxcur_init 6.0 syn true
+  duration 150 seed 1
 }
 source [file join [file dirname [info script]] common.tcl]
+Agent/TCP set rtxcur_init_ $P(rtxcur_init)
 
 set r1 [$ns node]
 set r2 [$ns node]
