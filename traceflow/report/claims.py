@@ -402,7 +402,9 @@ STATUS = {
     17: (NS2_AGREES, "on ns-2 of 2002's timers (minrto_ 1, windowInit_ 2) SIX-DT 0.816 vs MIX-DT "
                      "0.657 at 3.5 flows/s, MIX-DT moves -0.018 and LFT-DT -0.116 with the load; "
                      "ns-2 on the same flows and 1/N class buffers (test_class_schemes_ns2.py, "
-                     "seeds 1-12): see the closing note; it fails for every plausible buffer in "
+                     "seeds 1-12): SIX-DT and MIX-DT within 3 standard errors of ours and SIX-DT "
+                     "below 0.95 in ns-2 too (test_fig5_top_load_as_in_ns2 passes); it fails for "
+                     "every plausible buffer in "
                      "[24, 96] packets with or without FairShare (sensitivity.wn_buffer, on the "
                      "earlier timers: SIX-DT 0.80-0.88 alone; with FairShare 0.97-0.99 from 48 "
                      "packets, but MIX-DT's fairness then rises with the load)"),
@@ -414,7 +416,9 @@ STATUS = {
     20: (NS2_AGREES, "on ns-2 of 2002's timers MIX-DT falls by 0.154 with the RTT ratio, but "
                      "RTT-DT moves -0.053 and SIX-DT +0.052 (at ratio 1 both class bounds sit at "
                      "100 ms and the +-10 % RTT jitter sorts the flows at random); ns-2 on the same "
-                     "flows and classes (CBQ/WRR, seeds 1-12): SIX-DT rises with the RTT ratio too"),
+                     "flows and classes (CBQ/WRR, seeds 1-12): SIX-DT's Jain index at ratios 1 and "
+                     "5 within 3 standard errors of ours and rising too (0.866 -> 0.912 in one "
+                     "simulator): both sit at the 0.05 bound of 'unchanged'"),
     22: (NS2_AGREES, "no peak at theta = 4 in ns-2 (6.41 / 6.61 / 6.74 Mb/s) either"),
     23: (NS2_AGREES, "Vegas tracks worse than Reno at 450 ms in both; TCP Rate not in ns-2"),
     24: (NS2_AGREES, "the alpha rows fail in both; Rate's 45 % not run in ns-2"),
