@@ -60,6 +60,8 @@ Units: times in seconds, windows in segments.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 
@@ -416,6 +418,12 @@ def _weighted_median(values, weights):
     return float(values[np.searchsorted(cum, cum[-1] / 2)])
 
 
+def _fsum(column):
+    """The exactly rounded sum of a float column: the same whatever order the connections came
+    in (``fit --workers`` merges partitions in another order than one pass)."""
+    return math.fsum(column.drop_nulls().to_list())
+
+
 def aggregate(rows):
     """The capture's congestion control from the :func:`reduce_connections` rows of its long
     connections (a DataFrame, or None): ``(label, confidence, evidence)``, label None (cannot
@@ -446,13 +454,13 @@ def aggregate(rows):
         evidence["pacing_tested"] = float(tested.height)
     n_held, n_beta = int(rows["held_n"].sum()), int(rows["beta_n"].sum())
     some = rows.filter(pl.col("beta_n") > 0)
-    pooled = {"held": float(np.exp(rows["held_log"].sum() / n_held))
+    pooled = {"held": float(np.exp(_fsum(rows["held_log"]) / n_held))
               if n_held >= MIN_EPISODES else None,
               "beta": _weighted_median(some["beta"].to_numpy(), some["beta_n"].to_numpy())
               if n_beta >= MIN_EPISODES else None}
     evidence["held_episodes"], evidence["beta_episodes"] = float(n_held), float(n_beta)
-    den = float(rows["growth_den"].sum())
-    pooled["growth"] = float(rows["growth_num"].sum()) / den if den >= MIN_GROWTH_DEN else None
+    den = _fsum(rows["growth_den"])
+    pooled["growth"] = _fsum(rows["growth_num"]) / den if den >= MIN_GROWTH_DEN else None
     for key, name in (("held", "held_ratio"), ("beta", "reduction_factor"),
                       ("growth", "growth_per_round")):
         if pooled[key] is not None:
