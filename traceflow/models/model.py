@@ -29,11 +29,17 @@ SCHEMA_VERSION = 2
 @dataclass
 class Span:
     """What was fitted: time span and totals of the inputs."""
+    #: first packet's timestamp (ns since the Unix epoch)
     start_ns: int
+    #: last packet's timestamp (ns since the Unix epoch)
     end_ns: int
+    #: end_ns - start_ns (s)
     duration_s: float
+    #: packets in the inputs (count)
     packets: int
+    #: bytes of those packets (bytes)
     bytes: int
+    #: the inputs' names, in the order fitted
     inputs: list[str] = field(default_factory=list)
 
 
@@ -43,8 +49,10 @@ class Link:
     finest scale that holds several packets per bin (a lower bound on the line rate, equal to it on a
     saturated bottleneck); ``utilization`` = mean rate / capacity."""
     capacity_bps: float
+    #: mean rate of the data packets over the span (bit/s)
     mean_rate_bps: float
     utilization: float
+    #: how ``capacity_bps`` was found (peak series, back-to-back spacing, or given)
     method: str
     peak_rate_bps: dict[str, float] = field(default_factory=dict)  # bin label -> peak rate
 
@@ -67,15 +75,20 @@ class Network:
     side: str
     loss_share: float
     evidence: dict[str, str] = field(default_factory=dict)
+    #: per value: ``ok``, or ``lower bound``/``guess``/``default``/``unknown`` and why
     quality: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class Tail:
     """Pareto tail above ``xmin``: P[X > x] = p_tail * (x / xmin) ** -alpha."""
+    #: tail index (dimensionless; < 2: infinite variance)
     alpha: float
+    #: where the tail starts (the sample's unit)
     xmin: float
+    #: sample values at or above ``xmin`` (count)
     n_tail: int
+    #: KS distance of the tail fit (0 to 1)
     ks: float
 
 
@@ -88,11 +101,17 @@ class Distribution:
     lies above ``xmin`` and follows the fitted Pareto, so samples reach beyond the largest value
     observed.
     """
+    #: the values' unit ("bytes" or "s")
     unit: str
+    #: sample size (count)
     n: int
+    #: sample mean (``unit``)
     mean: float
+    #: smallest value (``unit``)
     minimum: float
+    #: largest value (``unit``)
     maximum: float
+    #: probabilities of ``quantiles`` (0 to 1, increasing)
     probs: list[float]
     quantiles: list[float]
     tail: Tail | None = None
@@ -125,10 +144,16 @@ class Distribution:
 @dataclass
 class InterArrival:
     """Flow inter-arrival time fit (seconds): the best of exponential / Weibull / lognormal by KS."""
+    #: the chosen distribution: "exponential", "weibull" or "lognormal"
     dist: str
+    #: its parameters by name: ``scale`` (s), and ``shape`` (Weibull) or ``sigma`` (lognormal),
+    #: dimensionless (scipy.stats' parameterisation, loc 0)
     params: dict[str, float]
+    #: KS distance of the chosen fit (0 to 1)
     ks: float
+    #: mean inter-arrival time (s)
     mean_s: float
+    #: coefficient of variation of the inter-arrival times (std / mean; 1 for Poisson)
     cv: float
     candidates: dict[str, float] = field(default_factory=dict)  # dist -> KS distance
 
@@ -136,7 +161,9 @@ class InterArrival:
 @dataclass
 class Arrivals:
     """Flow arrival process: Poisson-like rate plus the inter-arrival fit."""
+    #: TCP connections whose SYN was seen (count)
     n_flows: int
+    #: n_flows / span duration (connections/s)
     rate_per_s: float
     interarrival: InterArrival | None = None
 
@@ -152,30 +179,46 @@ class Sessions:
     fit's log-likelihood above open (Poisson) arrivals; ``exchanges_per_connection``: mean
     request/response exchanges per connection (1.0: every transfer opens a connection)."""
     sessions: int
+    #: distribution of the think times ("exponential")
     think_dist: str
+    #: mean think time (s)
     think_mean_s: float
+    #: distinct client addresses (count)
     hosts: int
+    #: most connections seen open at once (count)
     max_open: int
+    #: the fit's log-likelihood above open (Poisson) arrivals (nats)
     log_likelihood_gain: float
+    #: mean request/response exchanges per connection (1.0: one per connection)
     exchanges_per_connection: float
 
 
 @dataclass
 class Shares:
     """Short/long split of flows at ``threshold`` (bytes or seconds, per ``by``)."""
+    #: what splits short from long: "packets" (per transfer), "bytes" or "seconds"
     by: str
+    #: the split point (in the unit of ``by``); long = at or above it
     threshold: float
+    #: share of transfers that are short (0 to 1)
     short_flows: float
+    #: share of transfers that are long (0 to 1)
     long_flows: float
+    #: share of the bytes carried by short transfers (0 to 1)
     short_bytes: float
+    #: share of the bytes carried by long transfers (0 to 1)
     long_bytes: float
 
 
 @dataclass
 class RTTClass:
+    #: the class's median RTT (s)
     center_s: float
+    #: its smallest RTT (s)
     lo_s: float
+    #: its largest RTT (s)
     hi_s: float
+    #: share of the RTTs in this class (0 to 1)
     weight: float
 
 
@@ -185,30 +228,38 @@ class RTTModel:
     distribution over transfers of their path's propagation RTT (host pair minimum, s) and the
     median share of it on the servers' side of the capture point (0 to 1; see
     :func:`traceflow.models.fit.path_rtt`)."""
+    #: the flow table's RTT column the distribution was taken from
     column: str
     distribution: Distribution | None
+    #: RTT classes (clusters of log-RTT), by centre
     classes: list[RTTClass] = field(default_factory=list)
     propagation: Distribution | None = None
+    #: median share of the path RTT on the servers' side of the capture (0 to 1; None: unknown)
     server_share: float | None = None
 
 
 @dataclass
 class Hosts:
     """End-host behaviour inferred from the trace (see :mod:`traceflow.flows.hosts`)."""
+    #: MSS option of SYN / SYN-ACK, the smaller, mode over connections (bytes; None: no SYNs)
     mss: int | None
+    #: payload of a full data segment as sent: MSS minus TCP options (bytes)
     segment_size: int | None
     initial_window: float | None          # segments, median of per-flow first flights
+    #: connections the initial window was measured on (count)
     initial_window_flows: int
     initial_window_observable: bool       # False when the vantage point hides the first flight
     receiver_window: int | None           # bytes, median of the receivers' largest scaled windows
     min_rto_s: float | None               # RTO floor from true timeouts (Linux: rto_min)
     rto_samples: int                      # first timeouts it was estimated from
+    #: receivers acknowledge every second segment (segments_per_ack >= sqrt 2)
     delayed_ack: bool | None
     segments_per_ack: float | None        # after the quick-ACK segments at connection start
     vantage: str                          # "sender", "receiver" or "unknown" (for the data direction)
     header_bytes: int | None = None       # IP + TCP header bytes of a full data segment
     rto_backoff: float | None = None      # ratio of successive timeouts of one segment (RFC 6298: 2)
     initial_rto_s: float | None = None    # RTO before any RTT sample (SYN, SYN/ACK retransmission)
+    #: SYN / SYN-ACK retransmissions ``initial_rto_s`` was estimated from (count)
     initial_rto_samples: int = 0
     sack: bool | None = None              # SACK-permitted on both SYNs (most connections)
     timestamps: bool | None = None        # Timestamps option on both SYNs (most connections)
@@ -234,17 +285,24 @@ class Hosts:
 @dataclass
 class Dispersion:
     """Index of dispersion for counts (variance / mean of bytes per bin) against bin width."""
+    #: bin widths (s)
     scales_s: list[float]
+    #: index of dispersion at each bin width (variance / mean of bytes per bin, bytes)
     idc: list[float]
 
 
 @dataclass
 class Levels:
     """Conditional traffic levels (TCP-MT paper): CondProb counts (h x (h+1)) and E[L2|L1]."""
+    #: block length the series is aggregated to (s)
     scale_s: float
+    #: number of traffic levels (count)
     h: int
+    #: how rates map to levels ("quantile": equal-count levels)
     mapping: str
+    #: CondProb counts, h rows x (h + 1) columns (count)
     condprob: list[list[float]]
+    #: E[L2 | L1]: mean next level per level (level units; None: level never seen)
     expected: list[float | None]
 
 
@@ -259,13 +317,17 @@ class Model:
     shares: Shares | None
     rtt: RTTModel
     hosts: Hosts
+    #: Hurst parameter H of the bytes series by estimator (vt, rs, wavelet, whittle);
+    #: dimensionless, 0 to 1 (None: series too short)
     hurst: dict[str, float | None] = field(default_factory=dict)
     dispersion: Dispersion | None = None
     levels: Levels | None = None
+    #: bin width of the bytes series the Hurst, dispersion and level fits read (s)
     series_bin_s: float = 0.01
     requests: Distribution | None = None      # request bytes (client -> server) per transfer
     sessions: Sessions | None = None          # closed-loop clients (None: open arrivals)
     network: Network | None = None            # the bottleneck the capture came through
+    #: version of this document's schema (integer)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self):
