@@ -24,8 +24,12 @@ are simulated, not copied.
   :data:`NORMALIZE_TOLERANCE` of the fitted mean rate. The tail index (hence the burstiness) and
   the body of the size distribution stay as fitted.
 
-The bottleneck (capacity, buffer, discipline) comes from a scenario file (``replays/replay_*.toml``)
-and ``--set`` overrides; the capacity defaults to the fitted estimate. The end hosts are what the
+The bottleneck is the one the model found in the capture (``model.network``,
+:mod:`traceflow.models.network`: service rate, DropTail buffer, token-bucket burst, reverse path;
+:func:`network_settings`); a scenario file (``replays/replay_*.toml``) or ``--set`` overrides any
+value, and the settings the run used are recorded with their source and the model's quality flag
+(:func:`used_settings`). A model without a network (fitted before it was recorded) gives the
+capacity only. The end hosts are what the
 trace revealed (:mod:`traceflow.flows.hosts`: segment size, header bytes with the options seen, initial
 window, receiver window, minimum and initial RTO, delayed ACKs, SACK, timestamps), with the
 ``linux`` TCP profile when the handshakes show SACK (:func:`host_settings`); a scenario or
