@@ -227,8 +227,36 @@ def analytics_from_flows(flows, series, *, duration_s, source="", kind="analytic
 
 def load_side(path, *, capacity_bps=None, before=None):
     """Reduce one side (capture, packets Parquet, run directory, analytics directory) to
-    :class:`Analytics`. ``before``: a capture (or packets table) of the same traffic upstream of
-    the bottleneck queue, for the exact loss of a capture side (:mod:`traceflow.flows.queue_loss`)."""
+    :class:`Analytics`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The side to read.
+    capacity_bps : float, optional
+        Bottleneck capacity (bit/s) of this side.
+    before : str or pathlib.Path, optional
+        A capture (or packets table) of the same traffic upstream of the bottleneck queue, for the
+        exact loss of a capture side (:mod:`traceflow.flows.queue_loss`).
+
+    Returns
+    -------
+    Analytics
+        The side's transfers, RTTs, link series and loss.
+
+    Raises
+    ------
+    TraceflowError
+        ``path`` does not exist, or ``before`` is given for a directory.
+    InputFormatError
+        A directory that is neither a run (summary.json) nor analytics outputs, or an unreadable
+        file.
+
+    Examples
+    --------
+    >>> from traceflow.compare import load_side
+    >>> side = load_side("trace.pcap.gz")
+    """
     path = Path(path)
     if not path.exists():
         raise TraceflowError("no such file or directory", path=path)
@@ -464,7 +492,30 @@ def parse_tolerances(items):
 
 
 def compare(measured: Analytics, predicted: Analytics, tolerances=None):
-    """Every metric on both sides with its error and pass/fail (a JSON-ready dict)."""
+    """Every metric on both sides with its error and pass/fail.
+
+    Parameters
+    ----------
+    measured, predicted : Analytics
+        The two sides (:func:`load_side`).
+    tolerances : dict of str to float, optional
+        Metric -> tolerance, replacing the defaults of :data:`DEFAULT_TOLERANCES`.
+
+    Returns
+    -------
+    dict
+        A JSON-ready dict: ``measured`` and ``predicted`` (each side's source, kind, ``duration_s``
+        s, ``capacity_bps`` bit/s, transfers, data segments), ``metrics`` (name -> ``measured``,
+        ``predicted``, the error ``measure``, ``error``, ``tolerance`` and ``pass``: None, "n/a",
+        when the error cannot be computed), and the verdict: ``failed``, ``not_computed`` and
+        ``pass`` (:func:`verdict`).
+
+    Examples
+    --------
+    >>> from traceflow.compare import compare, load_side
+    >>> result = compare(load_side("trace.pcap.gz"), load_side("run/"))
+    >>> result["pass"], result["failed"]
+    """
     tolerances = tolerances or {}
     cap = measured.capacity_bps or predicted.capacity_bps
     metrics = {}
@@ -558,8 +609,35 @@ def _side_info(a: Analytics):
 
 
 def compare_paths(measured, predicted, *, tolerances=None, capacity_bps=None, before=None):
-    """Load both sides and compare; the capacity of a run side applies to both. ``before``: the
-    capture upstream of the bottleneck of the measured side (exact measured loss)."""
+    """Load both sides and compare them.
+
+    Parameters
+    ----------
+    measured, predicted : str or pathlib.Path
+        Each a capture, packets Parquet, run directory or analytics directory (:func:`load_side`).
+    tolerances : dict of str to float, optional
+        As :func:`compare`.
+    capacity_bps : float, optional
+        Bottleneck capacity (bit/s) for both sides; when None the capacity of a run side applies
+        to both.
+    before : str or pathlib.Path, optional
+        The capture upstream of the bottleneck of the measured side (exact measured loss).
+
+    Returns
+    -------
+    dict
+        As :func:`compare`.
+
+    Raises
+    ------
+    TraceflowError, InputFormatError
+        A side that does not exist or cannot be read (:func:`load_side`).
+
+    Examples
+    --------
+    >>> from traceflow.compare import compare_paths
+    >>> result = compare_paths("trace.pcap.gz", "run/")
+    """
     m = load_side(measured, capacity_bps=capacity_bps, before=before)
     p = load_side(predicted, capacity_bps=capacity_bps)
     if capacity_bps is None:

@@ -133,11 +133,40 @@ def _draw_sizes(dist, rng, n, normalize, candidates=32):
 
 
 def sample_flows(model: Model, *, duration_s=None, seed=0, normalize=True):
-    """Flows drawn from ``model`` over ``duration_s`` (default the fitted span): with fitted
-    :class:`~traceflow.models.model.Sessions`, closed-loop sessions (:func:`sample_sessions`),
-    else open arrivals (:func:`sample_arrivals`). Sizes are normalized to the fitted mean unless
-    ``normalize=False``; requests (when the model has them) are drawn independently of the
-    sizes. Returns the trace table."""
+    """Flows drawn from ``model`` over ``duration_s``.
+
+    With fitted :class:`~traceflow.models.model.Sessions`, closed-loop sessions
+    (:func:`sample_sessions`), else open arrivals (:func:`sample_arrivals`). Requests (when the
+    model has them) are drawn independently of the sizes.
+
+    Parameters
+    ----------
+    model : Model
+        The fitted model.
+    duration_s : float, optional
+        Length of the sample (s); default the fitted span.
+    seed : int, default 0
+        Seed of the random draws.
+    normalize : bool, default True
+        Sizes are normalized to the fitted mean unless False.
+
+    Returns
+    -------
+    polars.DataFrame
+        The trace table (as :func:`trace_table`: ``start`` int ns, ``size`` and ``request`` bytes,
+        ``rtt`` s).
+
+    Raises
+    ------
+    InputFormatError
+        The model has no flow size distribution.
+
+    Examples
+    --------
+    >>> from traceflow.models.model import Model
+    >>> from traceflow.replay import sample_flows
+    >>> table = sample_flows(Model.load("model.json"), duration_s=60, seed=1)
+    """
     if model.sizes is None:
         raise InputFormatError("model has no flow size distribution: nothing to sample")
     rng = np.random.default_rng(seed)
@@ -419,12 +448,54 @@ def load_source(path):
 
 def replay(source, out_dir, *, scenario=None, overrides=(), model=None, duration_s=None, seed=None,
            normalize=True, rtt="path", progress=None):
-    """Replay ``source`` (model JSON path, :class:`Model`, flows Parquet path or flows frame, a
-    capture or packets Parquet path) and write the run directory ``out_dir``. ``model`` supplies
-    hosts and capacity in trace-driven mode (and, for a capture, the capacity of the packet-pair
-    test of :func:`traceflow.flows.handshake_queue.synack_queued`); ``seed`` (default: the scenario's) drives the sampling and the run; ``rtt``: the
-    per-flow RTTs of a trace replay (:data:`RTT_MODES`). Returns the simulator
-    :class:`~traceflow.sim.Result`."""
+    """Replay ``source`` through the simulator and write the run directory ``out_dir``.
+
+    Parameters
+    ----------
+    source : str, pathlib.Path, Model, polars.DataFrame or pyarrow.Table
+        A model JSON path, a :class:`Model`, a flows Parquet path or flows frame, a capture or
+        packets Parquet path.
+    out_dir : str or pathlib.Path
+        The run directory to write.
+    scenario : str, pathlib.Path or dict, optional
+        A scenario file (TOML) or dict whose settings take precedence over the model's.
+    overrides : sequence of str, default ()
+        ``KEY=VALUE`` scenario overrides (as ``--set``).
+    model : Model, str or pathlib.Path, optional
+        Supplies hosts and capacity in trace-driven mode (and, for a capture, the capacity of the
+        packet-pair test of :func:`traceflow.flows.handshake_queue.synack_queued`).
+    duration_s : float, optional
+        Length of the replay (s); default the model's span, or the trace's.
+    seed : int, optional
+        Drives the sampling and the run; default the scenario's.
+    normalize : bool, default True
+        Model mode: scale the sampled sizes until the replay carries the fitted mean rate.
+    rtt : {"path", "handshake"}, default "path"
+        The per-flow RTTs of a trace replay (:data:`RTT_MODES`).
+    progress : callable, optional
+        ``progress(now_s, duration_s)``, called periodically by the simulator.
+
+    Returns
+    -------
+    traceflow.sim.Result
+        The simulator result, also written to ``out_dir`` (its ``summary["replay"]`` says how the
+        replay was made).
+
+    Raises
+    ------
+    ScenarioError
+        An unknown ``rtt`` mode, no bottleneck capacity (neither the scenario nor the model
+        gives one), or an invalid scenario.
+    InputFormatError
+        A source path that does not exist or cannot be read, or a model without a size
+        distribution.
+
+    Examples
+    --------
+    >>> from traceflow.replay import replay
+    >>> result = replay("model.json", "run/", duration_s=60, seed=1)
+    >>> result.summary["throughput_bps"]
+    """
     from traceflow.sim import run
 
     if isinstance(source, (str, Path)):

@@ -307,17 +307,46 @@ def path_rtt(flows):
 
 def fit(inputs, *, hosts_from=None, capacity_bps=None, seed=0, filter=None, proto=None,
         log=None, workers=1):
-    """Fit a :class:`~traceflow.models.model.Model` to ``inputs`` (paths of captures / packets tables,
-    or packets frames).
+    """Fit a :class:`~traceflow.models.model.Model` to captures or packets tables.
 
-    ``hosts_from``: inputs whose packets supply the end-host inference instead (a sender-side
-    capture of the same traffic). ``capacity_bps`` overrides the capacity estimate.
-    ``filter``/``proto`` select the packets of every input (:mod:`traceflow.selection`).
-    ``log(message)`` hears each stage as it starts. ``workers`` > 1: the pass over the packets
-    runs in that many processes, each keeping the connections of one hash partition (inputs
-    must be paths; the model is the same). A model that cannot be filled (too few complete
-    transfers, no data) is refused with a :class:`~traceflow.errors.TraceflowError`
-    (:func:`traceflow.models.checks.require_replayable`)."""
+    Parameters
+    ----------
+    inputs : sequence of str, pathlib.Path or polars.DataFrame
+        Paths of captures / packets tables, or packets frames.
+    hosts_from : sequence of str or pathlib.Path, optional
+        Inputs whose packets supply the end-host inference instead (a sender-side capture of the
+        same traffic).
+    capacity_bps : float, optional
+        Overrides the capacity estimate (bit/s).
+    seed : int, default 0
+        Seed of the RTT class clustering.
+    filter, proto : str, optional
+        Select the packets of every input (:mod:`traceflow.selection`).
+    log : callable, optional
+        ``log(message)`` hears each stage as it starts.
+    workers : int, default 1
+        Above 1, the pass over the packets runs in that many processes, each keeping the
+        connections of one hash partition (inputs must be paths; the model is the same).
+
+    Returns
+    -------
+    Model
+        The fitted model (``model.save(path)`` writes model.json).
+
+    Raises
+    ------
+    TraceflowError
+        A model that cannot be filled (too few complete transfers, no data) is refused
+        (:func:`traceflow.models.checks.require_replayable`).
+    InputFormatError
+        The inputs hold no packets.
+
+    Examples
+    --------
+    >>> from traceflow.models.fit import fit
+    >>> model = fit(["trace.pcap.gz"])
+    >>> model.save("model.json")
+    """
     from traceflow.flows.handshake_queue import synack_queued
     from traceflow.flows.rtt import RttRows
     from traceflow.flows.table import DURATION
