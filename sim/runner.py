@@ -475,11 +475,40 @@ def _trace_rows(g, gi, tables):
 
 
 def run(scenario, *, overrides=(), seed=None, progress=None, flows=None, pcap_dir=None) -> Result:
-    """Run a scenario (path, TOML text, dict or Scenario) and return a :class:`Result`.
+    """Run a scenario and return a :class:`Result`.
 
-    ``flows``: a flows table (Arrow/Polars) or {group index: table} for ``kind = "trace"`` groups.
-    ``progress(now_s, duration_s)`` is called periodically. Pcaps of links with ``pcap = true``
-    go to ``pcap_dir`` (default: a temporary directory that ``Result.write`` copies from).
+    Parameters
+    ----------
+    scenario : str, pathlib.Path, dict or Scenario
+        A TOML path, TOML text, a dict or a Scenario.
+    overrides : sequence of str, default ()
+        ``["path.key=value", ...]`` applied to the scenario.
+    seed : int, optional
+        Replaces ``simulation.seed``.
+    progress : callable, optional
+        ``progress(now_s, duration_s)`` is called periodically (simulated seconds).
+    flows : pyarrow.Table, polars.DataFrame or dict, optional
+        A flows table (Arrow/Polars) or {group index: table} for ``kind = "trace"`` groups.
+    pcap_dir : str or pathlib.Path, optional
+        Where the pcaps of links with ``pcap = true`` go (default: a temporary directory that
+        ``Result.write`` copies from).
+
+    Returns
+    -------
+    Result
+        The run's summary (throughput in bit/s, times in s), tables and pcaps;
+        ``Result.write(out_dir)`` writes the run directory.
+
+    Raises
+    ------
+    ScenarioError
+        An invalid scenario, override or trace table.
+
+    Examples
+    --------
+    >>> from traceflow.sim import run
+    >>> result = run("replays/dumbbell.toml", overrides=["simulation.duration=10"], seed=1)
+    >>> result.summary["throughput_bps"]
     """
     sc = load_scenario(scenario, overrides, seed)
     own_dir = False

@@ -113,25 +113,56 @@ def flows(packets, *, idle_timeout=300.0, partitions=1, timestamps=True, batch_s
           reorder=None, workers=1, executor="local", scheduler=None):
     """Build the flow table of packets (see the module docstring for the rules).
 
-    ``packets``: a capture or packets Parquet file (path), a pyarrow Table, Polars DataFrame or
-    LazyFrame with the packets schema (:mod:`traceflow.pcap.schema`; only ts, wirelen,
-    ip_version, src, dst, ip_len, proto, sport, dport, tcp_flags, seq, ack, payload_len, tsval,
-    tsecr are read), or an iterable of such record batches. It is read ``batch_size`` packets at
-    a time and only the open connections are kept (:class:`FlowStream`), so memory does not grow
-    with the input's length. ``idle_timeout``: seconds. ``partitions``: process that many
-    disjoint sets of endpoint pairs (hash of the pair) one after the other, each one pass over
-    the input (bounds the state of a capture with very many concurrent connections).
-    ``timestamps``: False samples the path RTT columns from sequence numbers only, ignoring the
-    TCP timestamp option (:mod:`traceflow.flows.pathrtt`). ``reorder``: seconds; put the
-    packets in timestamp order within that window first (:mod:`traceflow.pcap.reorder`; None:
-    capture order, as Wireshark). ``workers``: with ``partitions`` > 1, run the partitions in
-    that many processes at once (``packets`` a path; each reads the whole input and keeps its
-    partition's connections); else cut ``packets`` (a path) into that many ranges of records,
-    each decoded by one process (:mod:`traceflow.scale.ranges`; a compressed capture, or one
-    whose timestamps run backwards, is read in one pass). ``executor``, ``scheduler``: where
-    the ranges run (:func:`traceflow.scale.parallel.map_tasks`).
+    ``packets`` is read ``batch_size`` packets at a time and only the open connections are kept
+    (:class:`FlowStream`), so memory does not grow with the input's length.
 
-    Returns a Polars DataFrame, one row per flow, ordered by start, ``flow_id`` = 0, 1, ...
+    Parameters
+    ----------
+    packets : str, pathlib.Path, pyarrow.Table, polars.DataFrame, polars.LazyFrame or iterable
+        A capture or packets Parquet file (path), a pyarrow Table, Polars DataFrame or LazyFrame
+        with the packets schema (:mod:`traceflow.pcap.schema`; only ts, wirelen, ip_version, src,
+        dst, ip_len, proto, sport, dport, tcp_flags, seq, ack, payload_len, tsval, tsecr are read),
+        or an iterable of such record batches.
+    idle_timeout : float, default 300.0
+        Seconds without a packet after which a connection ends.
+    partitions : int, default 1
+        Process that many disjoint sets of endpoint pairs (hash of the pair) one after the other,
+        each one pass over the input (bounds the state of a capture with very many concurrent
+        connections).
+    timestamps : bool, default True
+        False samples the path RTT columns from sequence numbers only, ignoring the TCP timestamp
+        option (:mod:`traceflow.flows.pathrtt`).
+    batch_size : int, default 65536
+        Packets read at a time.
+    reorder : float, optional
+        Seconds; put the packets in timestamp order within that window first
+        (:mod:`traceflow.pcap.reorder`; None: capture order, as Wireshark).
+    workers : int, default 1
+        With ``partitions`` > 1, run the partitions in that many processes at once (``packets`` a
+        path; each reads the whole input and keeps its partition's connections); else cut
+        ``packets`` (a path) into that many ranges of records, each decoded by one process
+        (:mod:`traceflow.scale.ranges`; a compressed capture, or one whose timestamps run
+        backwards, is read in one pass).
+    executor : str, default "local"
+        Where the ranges run (:func:`traceflow.scale.parallel.map_tasks`).
+    scheduler : str, optional
+        The scheduler of a distributed ``executor`` (:func:`traceflow.scale.parallel.map_tasks`).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per flow, ordered by start, ``flow_id`` = 0, 1, ... (columns:
+        :data:`FLOW_SCHEMA`; times in ns, sizes in bytes).
+
+    Raises
+    ------
+    InputFormatError
+        Several ``workers`` given packets that are not a path.
+
+    Examples
+    --------
+    >>> from traceflow.flows import flows
+    >>> table = flows("trace.pcap.gz", idle_timeout=60)
     """
     if workers > 1 and partitions == 1:
         table = _range_table(packets, idle_timeout, timestamps, batch_size, workers, executor,

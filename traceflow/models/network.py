@@ -208,9 +208,24 @@ def queue_delays(flows):
 
 
 def service_rate(spacing, peak_bps, peaks):
-    """``(rate bit/s, evidence, quality)``: the spacing mode of ``spacing`` (a :class:`Spacing`)
-    where the link was seen busy, else the peak-rate estimate ``peak_bps``
-    (:func:`traceflow.models.fit.estimate_capacity`; ``peaks``: its peak rates by bin)."""
+    """The bottleneck's service rate: the spacing mode where the link was seen busy, else the
+    peak-rate estimate.
+
+    Parameters
+    ----------
+    spacing : Spacing
+        The capture's spacing histograms.
+    peak_bps : float
+        The peak-rate estimate (bit/s; :func:`traceflow.models.fit.estimate_capacity`).
+    peaks : dict of str to float
+        Its peak rates by bin (bit/s).
+
+    Returns
+    -------
+    tuple of (float, str, str)
+        ``(rate bit/s, evidence, quality)``: the spacing mode of ``spacing`` where the link was
+        seen busy, else ``peak_bps``; what it rests on; ``ok`` or why it is doubtful.
+    """
     per_byte, share, gaps = spacing.mode() if spacing is not None else (math.nan, 0.0, 0)
     spaced = 8e9 / per_byte if per_byte > 0 else math.nan
     peak_1s = peaks.get("1s", peak_bps)
@@ -241,15 +256,35 @@ def infer_network(spacing, flows, rate, *, mean_packet, data_packets, retransmis
                   path_rtt_s=None, min_rtt_s=None, segment=None):
     """The :class:`~traceflow.models.model.Network` of a capture.
 
-    ``spacing``: the capture's :class:`Spacing`; ``flows``: the flow table (see
-    :func:`queue_delays`); ``rate``: :func:`service_rate`'s ``(rate, evidence, quality)``;
-    ``mean_packet``: mean data packet (IP bytes); ``data_packets``, ``retransmissions``: counts of
-    the capture (data-direction packets, and the segments that were retransmissions);
-    ``path_rtt_s``: median path RTT (s), for the default buffer; ``min_rtt_s``: the smallest
-    path RTT (s): a mean data packet crossed every link of the path and its answer came back
-    within it, so where the spacing does not show the rate, the rate is at least
-    ``8 mean_packet / min_rtt_s`` (a LAN capture of a few sparse packets: its throughput says
-    kbit/s, its 0.2 ms round trips say Mbit/s); ``segment``: full segment payload (bytes)."""
+    Parameters
+    ----------
+    spacing : Spacing
+        The capture's :class:`Spacing`.
+    flows : polars.DataFrame
+        The flow table (see :func:`queue_delays`).
+    rate : tuple of (float, str, str)
+        :func:`service_rate`'s ``(rate, evidence, quality)``; rate in bit/s.
+    mean_packet : float
+        Mean data packet (IP bytes).
+    data_packets, retransmissions : int
+        Counts of the capture (data-direction packets, and the segments that were
+        retransmissions).
+    path_rtt_s : float, optional
+        Median path RTT (s), for the default buffer.
+    min_rtt_s : float, optional
+        The smallest path RTT (s): a mean data packet crossed every link of the path and its answer
+        came back within it, so where the spacing does not show the rate, the rate is at least
+        ``8 mean_packet / min_rtt_s`` (a LAN capture of a few sparse packets: its throughput says
+        kbit/s, its 0.2 ms round trips say Mbit/s).
+    segment : int, optional
+        Full segment payload (bytes).
+
+    Returns
+    -------
+    Network
+        Rate (bit/s), buffer (IP bytes), full-queue delay (s), burst (bytes), reverse rate, side
+        and loss share, each with its evidence and quality.
+    """
     rate, rate_evidence, rate_quality = rate
     if rate_quality != "ok" and min_rtt_s and min_rtt_s > 0 and mean_packet > 0:
         crossed = 8 * mean_packet / min_rtt_s

@@ -120,9 +120,40 @@ def read_packets(path, *, decoder="fast", on_error="fail", batch_size=65536, sta
                  chunk=None):
     """Decode a capture into a ``pyarrow.Table`` (schema :data:`PACKET_SCHEMA`).
 
-    ``stats``: an optional :class:`ReadStats` filled in while reading.  ``progress``: optional
-    callable receiving increments of bytes read from the file (compressed bytes for .gz/.zst).
-    ``chunk``: decode only this :class:`Chunk` of the file (see :func:`iter_batches`).
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A pcap or pcapng file (optionally .gz/.zst compressed).
+    decoder : {"fast", "dpkt"}, default "fast"
+        The Cython decoder, or the dpkt reference decoder.
+    on_error : {"fail", "skip"}, default "fail"
+        What a malformed record does: stop with an error, or be skipped (and counted in
+        ``stats``).
+    batch_size : int, default 65536
+        Packets decoded per record batch.
+    stats : ReadStats, optional
+        Filled in while reading.
+    progress : callable, optional
+        Receives increments of bytes read from the file (compressed bytes for .gz/.zst).
+    chunk : Chunk, optional
+        Decode only this :class:`Chunk` of the file (see :func:`iter_batches`).
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per packet in file order (``ts`` in ns, lengths in bytes).
+
+    Raises
+    ------
+    TraceflowError
+        An invalid ``decoder``, ``on_error`` or ``batch_size``, a ``chunk`` with the dpkt decoder,
+        or a capture that cannot be read.
+
+    Examples
+    --------
+    >>> from traceflow.pcap.reader import read_packets
+    >>> table = read_packets("trace.pcap.gz")
+    >>> table.num_rows
     """
     batches = list(iter_batches(path, decoder=decoder, on_error=on_error, batch_size=batch_size,
                                 stats=stats, progress=progress, chunk=chunk))

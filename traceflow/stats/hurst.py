@@ -483,10 +483,37 @@ def parse_methods(spec) -> tuple[str, ...]:
 
 
 def estimate(x, methods=None, *, margin=DISAGREEMENT_MARGIN) -> HurstReport:
-    """Run ``methods`` (default: all but ``whittle_fgn``) on x and flag disagreement.
+    """Run ``methods`` on ``x`` and flag disagreement.
 
     The warning fires when max H − min H exceeds ``margin``: on a stationary LRD series these
     estimators agree within ~0.1, so a wider spread points at trends, level shifts or H ≥ 1.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The series (e.g. bytes per bin), at least 64 finite, not all equal values.
+    methods : str or sequence of str, optional
+        Estimator names (``"vt,rs"``, a list, or ``"all"``); default: all but ``whittle_fgn``.
+    margin : float, default 0.15
+        Largest spread of H (dimensionless) before the disagreement warning.
+
+    Returns
+    -------
+    HurstReport
+        ``n`` samples, ``results`` (method -> :class:`HurstResult`, H dimensionless), ``spread``
+        (max H − min H) and ``warning`` (None when they agree).
+
+    Raises
+    ------
+    TraceflowError
+        Fewer than 64 samples, NaN or infinite values, a constant series, or an unknown method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from traceflow.stats.hurst import estimate
+    >>> report = estimate(np.random.default_rng(1).normal(size=4096), "vt,wavelet")
+    >>> {m: round(r.H, 2) for m, r in report.results.items()}
     """
     x = _prepare(x)
     results = {name: _FUNCS[name](x) for name in parse_methods(methods)}

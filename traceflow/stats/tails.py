@@ -127,6 +127,39 @@ def fit_pareto(x, *, xmin=None, discrete=None, min_tail=50, max_candidates=400) 
     ``max_candidates`` rank quantiles first, then every distinct value between the grid neighbours
     of the best one, so the result equals the exhaustive search unless the KS curve has several
     separated near-equal minima.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The sample (e.g. sizes in bytes, durations in s); non-finite and non-positive values are
+        dropped.
+    xmin : float, optional
+        Where the tail starts (the unit of ``x``); None: chosen by KS distance.
+    discrete : bool, optional
+        Fit integer data with the continuity correction x − ½ (module docstring); None: detect
+        integer data.
+    min_tail : int, default 50
+        Fewest points a candidate ``xmin`` must leave in the tail.
+    max_candidates : int, default 400
+        Size of the first grid of candidate ``xmin``.
+
+    Returns
+    -------
+    ParetoFit
+        ``alpha`` (dimensionless), ``xmin`` (unit of ``x``), ``n``, ``n_tail``, ``ks``, the KS curve
+        and CCDF plot data.
+
+    Raises
+    ------
+    TraceflowError
+        Too few positive values for a tail fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from traceflow.stats.tails import fit_pareto
+    >>> fit = fit_pareto(np.random.default_rng(1).pareto(1.2, 5000) + 1)
+    >>> round(fit.alpha, 1)
     """
     x = _clean(x)
     discrete = _is_discrete(x) if discrete is None else bool(discrete)
