@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from conftest import shared_path
-from traceflow.experiments.testbed_replay import (DEFAULTS_CRITERIA, criteria_rows, format_rows,
-                                                  validate)
+from test_testbed_criteria import _check as check
+from traceflow.experiments.testbed_replay import DEFAULTS_CRITERIA, validate
 
 #: devbbr: the model must find BBR in the capture itself (tests/flows/test_congestion.py)
 RUNS = ["alpha1.35", "devcubic", "dev10m", "rtt3dev", "devbbr"]
@@ -28,10 +28,7 @@ MAY_MISS = {("devcubic", "model"): {"fct 64k-1M"}}
 
 
 def _check(result, mode, name, may_miss=frozenset()):
-    rows = criteria_rows(result[mode], mode, DEFAULTS_CRITERIA)
-    print(f"\n{name} {mode} mode (defaults)\n{format_rows(rows)}")
-    failed = {r["criterion"].split(" median")[0] for r in rows if r["pass"] is False}
-    assert rows and failed <= may_miss, f"{name} {mode}: failed {failed}"
+    check(result, mode, f"{name} (defaults)", may_miss, DEFAULTS_CRITERIA)
 
 
 @pytest.fixture(scope="module", params=RUNS)
