@@ -64,7 +64,8 @@ def test_model_found_the_network(validated):
 
 
 def _cli(*args):
-    r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", *map(str, args)],
+    # -P: the installed traceflow, not the checkout's (whose cli/ is not traceflow.cli)
+    r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *map(str, args)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return r.stdout

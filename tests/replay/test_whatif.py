@@ -13,7 +13,8 @@ from traceflow.experiments.testbed_replay import DEFAULTS_CRITERIA, criteria_row
 
 
 def _cli(*args):
-    r = subprocess.run([sys.executable, "-m", "traceflow.cli.main", *map(str, args)],
+    # -P: the installed traceflow, not the checkout's (whose cli/ is not traceflow.cli)
+    r = subprocess.run([sys.executable, "-P", "-m", "traceflow.cli.main", *map(str, args)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
