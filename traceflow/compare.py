@@ -412,14 +412,16 @@ def level_distance(t1, t2):
 
 
 def _ks(a, b):
+    """``(KS distance, p-value, n, m)`` of the finite values of ``a`` and ``b`` (n and m of
+    them; nan, nan when one has none)."""
     from scipy import stats
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if a.size == 0 or b.size == 0:
-        return math.nan, math.nan
+        return math.nan, math.nan, a.size, b.size
     r = stats.ks_2samp(a, b)
-    return float(r.statistic), float(r.pvalue)
+    return float(r.statistic), float(r.pvalue), a.size, b.size
 
 
 #: the two-sample KS critical value at 5 % is KS_C05 * sqrt((n + m) / (n m)) (asymptotic;
@@ -434,18 +436,23 @@ def ks_critical(n, m):
     return KS_C05 * math.sqrt((n + m) / (n * m)) if n and m else math.nan
 
 
+def ks_tolerance(tolerance, critical):
+    """The KS distance a comparison passes within: the larger of ``tolerance`` and the samples'
+    5 % ``critical`` value (:func:`ks_critical`; nan: the tolerance)."""
+    return max(tolerance, critical) if math.isfinite(critical) else tolerance
+
+
 def _ks_metric(name, measured, predicted, tolerances):
     """A KS metric judged by what the samples can resolve: a distance passes when it is within
     the tolerance or within the 5 % critical value of samples this size (on 40 transfers a
     side the critical value is 0.30: no tolerance below it is a test)."""
-    ks, pv = _ks(measured, predicted)
-    n, m = (int(np.isfinite(np.asarray(x, dtype=float)).sum()) for x in (measured, predicted))
+    ks, pv, n, m = _ks(measured, predicted)
     crit = ks_critical(n, m)
     out = _metric(name, _summary(measured), _summary(predicted), ks, tolerances, pvalue=pv,
-                  critical_5pct=crit, n_measured=n, n_predicted=m)
+                  critical_5pct=crit, n_measured=int(n), n_predicted=int(m))
     out["tolerance_given"] = out["tolerance"]
     if math.isfinite(crit):
-        out["tolerance"] = max(out["tolerance"], crit)
+        out["tolerance"] = ks_tolerance(out["tolerance"], crit)
         out["pass"] = bool(ks <= out["tolerance"]) if math.isfinite(ks) else None
     out["criterion"] = "KS <= max(tolerance, the 5 % two-sample critical value)"
     return out

@@ -112,12 +112,14 @@ def criteria_rows(result, mode, criteria=None):
     """The criteria of ``mode`` (or ``criteria``, a dict like :data:`CRITERIA`'s) for one
     comparison: one row per criterion (FCT: one per judged size bin, plus the bins too small to
     judge, unjudged), with measured, predicted, error, tolerance and pass."""
+    from traceflow.compare import ks_tolerance
+
     rows = []
     for name, tol in (criteria or CRITERIA[mode]).items():
         m = result["metrics"][name]
         if name != "fct":
-            # a KS distance: within the tolerance or what the sample sizes resolve
-            tol = max(tol, m.get("critical_5pct", 0.0))
+            if "critical_5pct" in m:     # a KS distance: what the sample sizes resolve
+                tol = ks_tolerance(tol, m["critical_5pct"])
             rows.append({"criterion": name, "measured": _num(m["measured"]),
                          "predicted": _num(m["predicted"]), "error": m["error"],
                          "tolerance": tol, "pass": bool(math.isfinite(m["error"])

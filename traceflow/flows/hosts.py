@@ -441,18 +441,20 @@ class HostFacts:
         header = _mode(full["header"].to_numpy()) if full.height else None
         legs = self._all("legs")
         where = vantage(legs)
-        iw, iw_n = _initial_window(self.spool.frames("hosts.flight"),
-                                   self.spool.frames("hosts.flight_conns"), legs, seg)
         observable = where == "sender"
         iw_quality = {}
         if not observable:
+            # behind the bottleneck the timestamp echoes mark the first flights, where timed
+            # flights cannot be told from what they released
             echoed = self._all("flight_ts")
-            echo_iw, echo_n = _window_of_flights(
+            iw, iw_n = _window_of_flights(
                 echoed["flight"].to_numpy() if echoed is not None else np.zeros(0), seg)
-            if echo_n >= min_flows:
-                iw, iw_n, observable = echo_iw, echo_n, True
+            if iw_n >= min_flows:
                 iw_quality["initial_window"] = (
-                    f"ok: {echo_n:,} first flights marked by their timestamp echoes")
+                    f"ok: {iw_n:,} first flights marked by their timestamp echoes")
+        if "initial_window" not in iw_quality:
+            iw, iw_n = _initial_window(self.spool.frames("hosts.flight"),
+                                       self.spool.frames("hosts.flight_conns"), legs, seg)
         timeouts = self._all("timeouts")
         rto, rto_n = _min_rto(timeouts)
         init_rto, init_rto_n = _initial_rto(self._all("syn_gaps"))
@@ -463,7 +465,7 @@ class HostFacts:
             segment_size=None if seg is None else int(seg),
             initial_window=iw if iw_n >= min_flows else None,
             initial_window_flows=iw_n,
-            initial_window_observable=observable,
+            initial_window_observable=observable or "initial_window" in iw_quality,
             receiver_window=_receiver_window(self._all("rwnd")),
             min_rto_s=rto,
             rto_samples=rto_n,
@@ -496,6 +498,9 @@ STACK_INITIAL_RTO_S = 1.0
 LINUX_INITIAL_WINDOW = 10
 #: jiffy rounding and timer slack: a measured RTO this far below a floor is still that floor
 RTO_SLACK = 0.9
+#: why an initial window is not observed
+_NO_WINDOW = "no first flight was the window's (none sent beyond it ending in a full segment)"
+_QUEUED_FLIGHT = "behind the bottleneck the first flight queues with the segments it releases"
 
 
 def plausible(hosts):
@@ -519,17 +524,14 @@ def plausible(hosts):
     if iw is not None and hosts.initial_window_observable:
         q.setdefault("initial_window", "ok")
     elif modern and (iw is None or iw <= LINUX_INITIAL_WINDOW):
-        why = ("no first flight was the window's (none sent beyond it ending in a full segment)"
-               if iw is None else "behind the bottleneck the first flight queues with the "
-               f"segments it releases, the capture shows at least {iw:g}")
+        why = (_NO_WINDOW if iw is None
+               else f"{_QUEUED_FLIGHT}, the capture shows at least {iw:g}")
         q["initial_window"] = f"default: Linux's {LINUX_INITIAL_WINDOW} segments (RFC 6928); {why}"
         iw = float(LINUX_INITIAL_WINDOW)
     elif iw is None:
-        q["initial_window"] = ("unknown: no first flight was the window's (none sent beyond it "
-                               "ending in a full segment)")
+        q["initial_window"] = f"unknown: {_NO_WINDOW}"
     else:
-        q["initial_window"] = ("lower bound: behind the bottleneck the first flight queues with "
-                               "the segments it releases")
+        q["initial_window"] = f"lower bound: {_QUEUED_FLIGHT}"
     min_rto, init_rto = hosts.min_rto_s, hosts.initial_rto_s
     if init_rto is not None and init_rto < RTO_SLACK * STACK_INITIAL_RTO_S:
         q["initial_rto_s"] = (f"implausible: {init_rto * 1e3:.0f} ms between a SYN's copies is "

@@ -266,15 +266,16 @@ class PacketPass:
         if df.height == 0:
             return None
         ts = df["ts"].cast(pl.Int64)
+        ip_len = df["ip_len"].cast(pl.Int64).fill_null(0)
         other = df.filter(pl.col("proto") != 6) if self.link else df.clear()
         tcp = ((pl.col("proto") == 6) & pl.col("tcp_flags").is_not_null()
                & pl.col("ip_version").is_not_null())
         return {
             "lo": ts.min(), "hi": ts.max(), "packets": df.height,
-            "bytes": int(df["ip_len"].cast(pl.Int64).fill_null(0).sum()),
+            "bytes": int(ip_len.sum()),
             "synacks": None if self.synacks is None else self.synacks.measure(df),
             "spacing": None if self.spacing is None else self.spacing.measure(
-                ts.to_numpy(), df["ip_len"].cast(pl.Int64).fill_null(0).to_numpy()),
+                ts.to_numpy(), ip_len.to_numpy()),
             "other": (other["ts"].cast(pl.Int64).to_numpy(),
                       other["ip_len"].cast(pl.Float64).fill_null(0).to_numpy()),
             "first_tcp": df.select(pl.col("ts").filter(tcp).first().cast(pl.Int64)).item(),

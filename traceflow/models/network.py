@@ -41,6 +41,9 @@ from traceflow.models.model import Network
 SPACING_EDGES = np.geomspace(0.05, 1e6, 4001)
 #: consecutive gaps' pairs: the same scale in coarse bins (9 % wide)
 PAIR_EDGES = np.geomspace(0.05, 1e6, 201)
+#: the bins' (geometric) centres
+SPACING_CENTERS = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
+PAIR_CENTERS = np.sqrt(PAIR_EDGES[:-1] * PAIR_EDGES[1:])
 #: packets smaller than this (IP bytes) are not timed: requests and ACKs, whose gaps are the
 #: other direction's, and short segments, whose own size says little about the rate
 MIN_SPACED_BYTES = 512
@@ -129,7 +132,7 @@ class Spacing:
         # are never shorter than the service time but often longer (a short packet between),
         # so a wider window would lean toward the longer side
         k = int(np.argmax(np.convolve(self.counts, np.ones(3, dtype=np.int64), mode="same")))
-        centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
+        centers = SPACING_CENTERS
         lo, hi = max(0, k - 2), min(self.counts.size, k + 3)
         peak = float(np.average(centers[lo:hi], weights=self.counts[lo:hi] + 1e-12))
         near = (centers >= peak / (1 + MODE_WIDTH)) & (centers <= peak * (1 + MODE_WIDTH))
@@ -148,8 +151,7 @@ class Spacing:
         1/20 and 0.95 service times; ``B = L (k - f)`` with ``L`` the mean large packet."""
         nb = PAIR_EDGES.size - 1
         pairs = self.pairs.reshape(nb, nb)
-        coarse = np.sqrt(PAIR_EDGES[:-1] * PAIR_EDGES[1:])
-        zero, idle = coarse < per_byte / 20, coarse > 4 * per_byte
+        zero, idle = PAIR_CENTERS < per_byte / 20, PAIR_CENTERS > 4 * per_byte
         idle_zero = int(pairs[np.ix_(idle, zero)].sum())
         zero_zero = int(pairs[np.ix_(zero, zero)].sum())
         idle_any = int(pairs[idle].sum())
@@ -158,7 +160,7 @@ class Spacing:
             # packet, which the mix of packet sizes hides
             return 0, (f"{idle_zero:,} of {idle_any:,} idle gaps followed by a packet at line "
                        "rate: no token bucket deeper than a packet")
-        centers = np.sqrt(SPACING_EDGES[:-1] * SPACING_EDGES[1:])
+        centers = SPACING_CENTERS
         partial = (centers >= per_byte / 20) & (centers < 0.95 * per_byte)
         if self.packets == 0 or int(self.counts[partial].sum()) == 0:
             return 0, "no gaps shorter than a service time: no burst"
@@ -176,13 +178,15 @@ def queue_delays(flows):
 
     ``flows``: ``client_addr``, ``server_addr``, ``rtt_syn``, ``rtt_ack`` (s) and, when present,
     ``syn_count``, ``synack_count``: a handshake whose SYN or SYN/ACK was sent again is left out
-    (its leg holds a retransmission timeout, not a queue). Per host pair with at least :data:`MIN_PAIR_HANDSHAKES` handshakes, the loaded leg is the one whose 90th
-    percentile lies further above its minimum; each handshake's excess is its loaded leg minus the
-    pair's minimum of it. Returns ``(excess array, side)``: ``"downstream"`` when in most
-    handshakes the loaded leg is the one that spans the connection's data sender (the side that
-    sent more application bytes: ``app_bytes_c2s``, ``app_bytes_s2c``), so the queue lies between
-    the data senders and the capture; ``"upstream"`` when it is the other; ``"unknown"`` without
-    pairs to judge."""
+    (its leg holds a retransmission timeout, not a queue). Per host pair with at least
+    :data:`MIN_PAIR_HANDSHAKES` handshakes, the loaded leg is the one whose 90th percentile lies
+    further above its minimum (the rule :func:`traceflow.models.fit.path_rtt` applies to every
+    pair); each handshake's excess is its loaded leg minus the pair's minimum of it.
+
+    Returns ``(excess array, side)``: ``"downstream"`` when in most handshakes the loaded leg is
+    the one that spans the connection's data sender (the side that sent more application bytes:
+    ``app_bytes_c2s``, ``app_bytes_s2c``), so the queue lies between the data senders and the
+    capture; ``"upstream"`` when it is the other; ``"unknown"`` without pairs to judge."""
     syn, ack = (pl.col(c).cast(pl.Float64) for c in ("rtt_syn", "rtt_ack"))
     pair = ["client_addr", "server_addr"]
     once = [pl.col(c) <= 1 for c in ("syn_count", "synack_count") if c in flows.columns]
